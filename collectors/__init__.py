@@ -1,0 +1,1 @@
+"""Collectors: read real Triton signals and turn them into typed events."""

@@ -1,0 +1,1 @@
+"""Dashboards as code, alert rules and the triage app."""

@@ -1,0 +1,185 @@
+"""The ``triton-obs`` command line: every command says what it does in one line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from observability import __version__
+
+app = typer.Typer(
+    help="Observability and tracing for NVIDIA Triton Inference Server pipelines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@app.command()
+def version() -> None:
+    """Print the version of triton-observability."""
+    console.print(__version__)
+
+
+@app.command()
+def lab(
+    model_repository: Annotated[
+        Path, typer.Option("--model-repository", "-m", help="model repository to serve")
+    ],
+    run_dir: Annotated[
+        Path | None, typer.Option(help="folder for the log, traces and run.json")
+    ] = None,
+    model_control: Annotated[str, typer.Option(help="none, poll or explicit")] = "none",
+    log_verbose: Annotated[int, typer.Option(help="Triton --log-verbose level")] = 1,
+    backend_config: Annotated[
+        list[str] | None, typer.Option(help="Triton --backend-config, e.g. python,thread-pool-size=8")
+    ] = None,
+) -> None:
+    """Run a real tritonserver for your model repository on loopback until Ctrl-C."""
+    from observability.lab import LabConfig, LabError, TritonLab
+
+    cfg = LabConfig(
+        model_repository=model_repository,
+        run_dir=run_dir,
+        model_control=model_control,
+        log_verbose=log_verbose,
+        backend_config=tuple(backend_config or ()),
+    )
+    server = TritonLab(cfg)
+    try:
+        with console.status("starting tritonserver…"):
+            server.start()
+    except LabError as err:
+        raise _fail(str(err)) from None
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    console.print(f"[green]Triton {server.triton_version} ready[/] (pid {server.pid})")
+    console.print(f"  HTTP     {server.http_url}")
+    console.print(f"  gRPC     {server.grpc_url}")
+    console.print(f"  metrics  {server.metrics_url}")
+    console.print(f"  log      {server.log_path}")
+    console.print(f"  run.json {server.run_json_path}")
+    console.print("Ctrl-C stops it.")
+    try:
+        while not stop.wait(1.0):
+            if not server.is_running():
+                err_console.print("[red]tritonserver exited[/]; last log lines:")
+                for line in server.log_tail(15):
+                    err_console.print(line, markup=False, highlight=False)
+                raise typer.Exit(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with console.status("stopping tritonserver…"):
+            server.stop()
+    console.print("stopped; nothing left running.")
+
+
+@app.command()
+def load(
+    url: Annotated[str, typer.Option(help="grpc://HOST:PORT (default) or http://HOST:PORT")],
+    concurrency: Annotated[int, typer.Option(min=1, max=256)] = 4,
+    requests: Annotated[int, typer.Option(min=1, help="at most this many requests")] = 200,
+    duration: Annotated[float, typer.Option(min=0.1, help="stop sending after S seconds")] = 30.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="client timeout per request, s")] = 10.0,
+    faults: Annotated[str, typer.Option(help="e.g. hang=0.02,slow=0.1,cold_start=1")] = "",
+    fault_params: Annotated[str, typer.Option(help="e.g. hang_s=30,slow_s=0.5")] = "",
+    seed: Annotated[int, typer.Option(help="seed of the request mix")] = 0,
+    run_tag: Annotated[str, typer.Option(help="prefix of client-side request ids")] = "",
+    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Send a bounded load to the demo pipeline, with faults, and summarise the answers."""
+    from observability.load import FaultSpecError, LoadConfig, parse_faults, parse_params, run_load
+
+    try:
+        cfg = LoadConfig(
+            url=url,
+            concurrency=concurrency,
+            requests=requests,
+            duration_s=duration,
+            timeout_s=timeout,
+            faults=parse_faults(faults),
+            fault_params=parse_params(fault_params),
+            seed=seed,
+            run_tag=run_tag,
+        )
+    except (FaultSpecError, ValueError) as err:
+        raise _fail(str(err)) from None
+    stop = threading.Event()
+    progress = Progress(
+        TextColumn("[bold]load"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=json_out,
+    )
+    counts = {"ok": 0, "error": 0, "timeout": 0}
+    with progress:
+        task = progress.add_task("load", total=requests, status="")
+
+        def on_outcome(outcome) -> None:  # noqa: ANN001
+            counts[outcome.status.value] += 1
+            progress.update(
+                task,
+                advance=1,
+                status=f"ok {counts['ok']} err {counts['error']} timeout {counts['timeout']}",
+            )
+
+        try:
+            report = run_load(cfg, on_outcome=on_outcome, stop=stop)
+        except KeyboardInterrupt:
+            stop.set()
+            raise typer.Exit(130) from None
+        except Exception as err:  # noqa: BLE001 - a dead server is a message, not a traceback
+            raise _fail(f"load failed: {err}") from None
+    if json_out:
+        typer.echo(json.dumps(report.summary(), sort_keys=True))
+    else:
+        console.print(report.table())
+        for note in report.notes:
+            console.print(f"note: {note}")
+
+
+@app.command()
+def demo(
+    duration: Annotated[float, typer.Option(min=10, help="seconds of load")] = 60.0,
+    no_ui: Annotated[bool, typer.Option("--no-ui", help="no triage app (plain terminal)")] = False,
+    run_dir: Annotated[Path | None, typer.Option(help="keep the run folder here")] = None,
+    healthy: Annotated[bool, typer.Option(help="the same load with no faults")] = False,
+) -> None:
+    """Start a real Triton with the demo pipeline, inject every fault, and show what happens."""
+    from observability.demo.runner import DemoOptions, run_demo
+    from observability.lab import LabError
+
+    try:
+        code = run_demo(
+            DemoOptions(duration_s=duration, run_dir=run_dir, healthy=healthy, ui=not no_ui),
+            console,
+        )
+    except LabError as err:
+        raise _fail(str(err)) from None
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The demo's fault schedule: each pathology once, at a known time, with its evidence.
+
+Faults are injected as real requests carrying the ``fault`` parameter (or, for cold start, a
+real model reload), never as fabricated signals, so every later detector sees exactly what it
+would see in production.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from observability.load.client import Outcome, Status, TritonClient
+from observability.load.runner import set_cold_start
+from observability.load.workload import inputs_for
+
+__all__ = ["Injection", "Step", "DEMO_STEPS", "Scenario"]
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float
+    fault: str
+    model: str
+    """Entry model the requests go to (or the model reloaded)."""
+    count: int = 1
+    params: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 5.0
+    expect: str = ""
+    """What a Triton user would see, in one line."""
+
+
+DEMO_STEPS: tuple[Step, ...] = (
+    Step(2, "cold_start", "classifier", params={"cold_start_s": "4"},
+         expect="first classifier execute after the reload takes ~4 s"),
+    Step(6, "hang", "router", params={"hang_s": "60"},
+         expect="client times out; router's async_exec never returns"),
+    Step(10, "slow", "router", count=8, params={"slow_s": "0.5"}, timeout_s=15,
+         expect="classifier (1 instance) queues: pending > 0"),
+    Step(14, "fanout", "router", params={"fanout_n": "64"}, timeout_s=30,
+         expect="64 concurrent async_exec calls wait for 6 executor threads"),
+    Step(18, "callback", "router", params={"callback_wait_s": "5"}, timeout_s=15,
+         expect="'Exception in callback' in the log; the client gets an error"),
+    Step(19, "task_error", "router", timeout_s=15,
+         expect="'Task exception was never retrieved'; the client gets an error"),
+    Step(22, "shape_growth", "generate", count=3, timeout_s=30,
+         expect="decoder TOKEN_IDS shape doubles every step"),
+    Step(26, "deadlock", "generate", params={"deadlock_s": "15"},
+         expect="generate's BLS call waits for generate's only instance"),
+)
+
+
+@dataclass
+class Injection:
+    step: Step
+    started: float
+    outcomes: list[Outcome] = field(default_factory=list)
+    error: str = ""
+
+    def verdict(self) -> str:
+        if self.error:
+            return f"could not inject: {self.error}"
+        if not self.outcomes:
+            return "reloaded" if self.step.fault == "cold_start" else "pending"
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            counts[o.status.value] = counts.get(o.status.value, 0) + 1
+        worst = max(o.latency_s for o in self.outcomes)
+        parts = [f"{n} {s}" for s, n in sorted(counts.items())]
+        return f"{', '.join(parts)}; slowest {worst:.1f} s"
+
+
+class Scenario:
+    """Runs the steps in a background thread; ``injections`` grows as they happen."""
+
+    def __init__(
+        self,
+        url: str,
+        steps: tuple[Step, ...] = DEMO_STEPS,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
+        self.url = url
+        self.steps = steps
+        self.injections: list[Injection] = []
+        self._on_event = on_event or (lambda _msg: None)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self, t0: float) -> None:
+        runner = threading.Thread(target=self._run, args=(t0,), name="scenario", daemon=True)
+        runner.start()
+        self._threads.append(runner)
+
+    def stop(self, wait_s: float = 20.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + wait_s
+        for t in list(self._threads):
+            t.join(timeout=max(0.1, deadline - time.monotonic()))
+
+    def _run(self, t0: float) -> None:
+        for step in self.steps:
+            if self._stop.wait(max(0.0, t0 + step.at_s - time.monotonic())):
+                return
+            injection = Injection(step, time.monotonic() - t0)
+            with self._lock:
+                self.injections.append(injection)
+            self._on_event(f"t+{injection.started:4.1f}s inject {step.fault} → {step.model}")
+            if step.fault == "cold_start":
+                self._reload(injection)
+                continue
+            for i in range(step.count):
+                t = threading.Thread(
+                    target=self._send, args=(injection, i), name=f"inject-{step.fault}", daemon=True
+                )
+                t.start()
+                self._threads.append(t)
+
+    def _reload(self, injection: Injection) -> None:
+        try:
+            set_cold_start(self.url, float(injection.step.params.get("cold_start_s", "4")))
+        except Exception as err:  # noqa: BLE001 - a failed injection is reported, not raised
+            injection.error = str(err)[:200]
+
+    def _send(self, injection: Injection, index: int) -> None:
+        import random
+
+        step = injection.step
+        client = TritonClient(self.url, step.timeout_s)
+        try:
+            outcome = client.infer(
+                step.model,
+                inputs_for(step.model, random.Random(index)),
+                request_id=f"demo-{step.fault}-{index}",
+                fault=step.fault,
+                parameters={"fault": step.fault, **step.params},
+            )
+        finally:
+            client.close()
+        with self._lock:
+            injection.outcomes.append(outcome)
+        label = {Status.OK: "answered", Status.ERROR: "failed", Status.TIMEOUT: "timed out"}
+        self._on_event(
+            f"{step.fault}: {outcome.request_id} {label[outcome.status]} "
+            f"after {outcome.latency_s:.1f} s"
+        )

@@ -1,0 +1,70 @@
+"""Pytest fixtures that start a real Triton once per session and stop it with nothing left.
+
+Registered as a pytest plugin by the package, so a user's own test suite can ask for
+``lab_factory`` to run their repository the same way ours does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from observability.lab.repositories import demo_repository
+from observability.lab.server import LabConfig, TritonLab
+
+__all__ = ["lab_factory", "triton_lab"]
+
+LabFactory = Callable[..., TritonLab]
+_STARTED: list[TritonLab] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("triton-obs lab")
+    group.addoption(
+        "--lab-runs",
+        default=None,
+        help="keep the lab's run folders (log, traces, run.json) under this folder",
+    )
+
+
+@pytest.fixture(scope="session")
+def lab_factory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LabFactory]:
+    """Start a lab for any repository: ``lab_factory(repo, name="x", **LabConfig fields)``."""
+    keep = request.config.getoption("--lab-runs")
+    labs: list[TritonLab] = []
+
+    def start(model_repository: Path, name: str = "lab", **fields: Any) -> TritonLab:
+        base = Path(keep) if keep else tmp_path_factory.getbasetemp()
+        run_dir = base / f"{name}-{len(_STARTED)}"
+        lab = TritonLab(LabConfig(model_repository=model_repository, run_dir=run_dir, **fields))
+        labs.append(lab)
+        _STARTED.append(lab)
+        return lab.start()
+
+    yield start
+    for lab in labs:
+        lab.stop()
+
+
+@pytest.fixture(scope="session")
+def triton_lab(lab_factory: LabFactory) -> TritonLab:
+    """The demo pipeline on a real Triton, explicit model control, for the whole session."""
+    return lab_factory(demo_repository(), name="demo", model_control="explicit")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if any lab process outlived the session."""
+    leftovers = {pid: cmd for lab in _STARTED for pid, cmd in lab.lab_processes().items()}
+    if leftovers:
+        for lab in _STARTED:
+            lab.stop()
+        lines = "\n".join(f"  {pid}: {cmd[:160]}" for pid, cmd in leftovers.items())
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            f"triton-obs lab: processes left behind after the session:\n{lines}", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,29 @@
+"""The model repositories shipped with the package: the demo pipeline and its twins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from observability.lab.errors import LabError
+
+__all__ = ["REPOSITORIES", "repository", "demo_repository"]
+
+_ROOT = Path(__file__).resolve().parent / "repos"
+
+REPOSITORIES = {
+    "demo": "python-backend BLS pipeline with per-request fault knobs",
+    "ensemble_fanout": "one ensemble tensor wired to two steps (works on 2.51)",
+    "ensemble_fanout_broken": "the miswired ensemble Triton refuses with 'is not written'",
+    "ensemble_fanout_fixed": "the fix: a python router copies the tensor for each consumer",
+}
+
+
+def repository(name: str) -> Path:
+    path = _ROOT / name
+    if name not in REPOSITORIES or not path.is_dir():
+        raise LabError(f"no shipped model repository {name!r}; known: {', '.join(REPOSITORIES)}")
+    return path
+
+
+def demo_repository() -> Path:
+    return repository("demo")

@@ -1,0 +1,43 @@
+"""Shared test helpers. The real-Triton fixtures come from observability.lab.pytest_plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ECHO_CONFIG = """
+name: "echo"
+backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+ECHO_MODEL = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse(
+                [pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]
+            )
+            for r in requests
+        ]
+'''
+
+
+def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:
+    (repo / name / "1").mkdir(parents=True, exist_ok=True)
+    (repo / name / "config.pbtxt").write_text(config.replace('name: "echo"', f'name: "{name}"'))
+    (repo / name / "1" / "model.py").write_text(model_py)
+    return repo
+
+
+@pytest.fixture(scope="session")
+def echo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-model python repository: the smallest thing a real Triton can serve."""
+    return write_model(tmp_path_factory.mktemp("echo-repo"), "echo", ECHO_CONFIG, ECHO_MODEL)
