@@ -46,7 +46,8 @@ def lab(
     model_control: Annotated[str, typer.Option(help="none, poll or explicit")] = "none",
     log_verbose: Annotated[int, typer.Option(help="Triton --log-verbose level")] = 1,
     backend_config: Annotated[
-        list[str] | None, typer.Option(help="Triton --backend-config, e.g. python,thread-pool-size=8")
+        list[str] | None,
+        typer.Option(help="Triton --backend-config, e.g. python,thread-pool-size=8"),
     ] = None,
 ) -> None:
     """Run a real tritonserver for your model repository on loopback until Ctrl-C."""
@@ -133,7 +134,7 @@ def load(
     with progress:
         task = progress.add_task("load", total=requests, status="")
 
-        def on_outcome(outcome) -> None:  # noqa: ANN001
+        def on_outcome(outcome) -> None:
             counts[outcome.status.value] += 1
             progress.update(
                 task,
@@ -146,7 +147,7 @@ def load(
         except KeyboardInterrupt:
             stop.set()
             raise typer.Exit(130) from None
-        except Exception as err:  # noqa: BLE001 - a dead server is a message, not a traceback
+        except Exception as err:
             raise _fail(f"load failed: {err}") from None
     if json_out:
         typer.echo(json.dumps(report.summary(), sort_keys=True))

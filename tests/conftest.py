@@ -15,19 +15,18 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
 """
 
-ECHO_MODEL = '''
+ECHO_MODEL = """
 import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
     def execute(self, requests):
-        return [
-            pb_utils.InferenceResponse(
-                [pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]
-            )
-            for r in requests
-        ]
-'''
+        out = []
+        for r in requests:
+            data = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", data)]))
+        return out
+"""
 
 
 def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +40,18 @@ def _injections_table(scenario: Scenario) -> Table:
     return table
 
 
+def _frame(
+    live: LiveMetrics, scenario: Scenario, events: list[str], t0: float, duration_s: float
+) -> Group:
+    elapsed = time.monotonic() - t0
+    return Group(
+        Text(f"demo t+{elapsed:4.0f}s of {duration_s:.0f}s", style="bold"),
+        live.table(),
+        _injections_table(scenario),
+        Text("\n".join(events[-8:]), style="dim"),
+    )
+
+
 def run_demo(options: DemoOptions, console: Console) -> int:
     if options.ui:
         console.print(
@@ -52,6 +63,9 @@ def run_demo(options: DemoOptions, console: Console) -> int:
             model_repository=demo_repository(),
             run_dir=options.run_dir,
             model_control="explicit",
+            # Write traces as they complete: a hung request makes Triton's shutdown hit its
+            # exit timeout, and then the at-exit trace file is never written.
+            trace_log_frequency=50,
         )
     )
     with console.status("starting tritonserver with the demo pipeline…"):
@@ -60,8 +74,10 @@ def run_demo(options: DemoOptions, console: Console) -> int:
         f"[green]Triton {lab.triton_version} ready[/]  HTTP {lab.http_url}  "
         f"gRPC {lab.grpc_url}  metrics {lab.metrics_url}\n  run folder {lab.run_dir}"
     )
-    events: deque[str] = deque(maxlen=8)
-    scenario = Scenario(lab.grpc_url, () if options.healthy else DEMO_STEPS, events.append)
+    events: list[str] = []
+    scenario = Scenario(
+        lab.grpc_url, () if options.healthy else DEMO_STEPS, events.append, lab.run_dir
+    )
     stop = threading.Event()
     live = LiveMetrics(lab.metrics_url)
     load_cfg = LoadConfig(
@@ -83,19 +99,24 @@ def run_demo(options: DemoOptions, console: Console) -> int:
     scenario.start(t0)
     interrupted = False
     try:
-        with Live(console=console, refresh_per_second=2, transient=False) as view:
+        if console.is_terminal:
+            with Live(console=console, refresh_per_second=2, transient=False) as view:
+                while loader.is_alive():
+                    live.scrape()
+                    view.update(_frame(live, scenario, events, t0, options.duration_s))
+                    loader.join(timeout=1.0)
+        else:
+            # Piped output (CI, a log file): one compact table per second, and each event once.
+            seen = 0
             while loader.is_alive():
                 live.scrape()
-                elapsed = time.monotonic() - t0
-                header = Text(f"demo t+{elapsed:4.0f}s of {options.duration_s:.0f}s", style="bold")
-                view.update(
-                    Group(
-                        header,
-                        live.table(),
-                        _injections_table(scenario),
-                        Text("\n".join(events), style="dim"),
-                    )
-                )
+                news, seen = events[seen:], seen + len(events[seen:])
+                for line in news:
+                    console.print(line, highlight=False)
+                table = live.table()
+                table.title = f"t+{time.monotonic() - t0:.0f}s per model (last second)"
+                table.box = None
+                console.print(table)
                 loader.join(timeout=1.0)
     except KeyboardInterrupt:
         interrupted = True

@@ -11,12 +11,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from observability.load.client import Outcome, Status, TritonClient
 from observability.load.runner import set_cold_start
 from observability.load.workload import inputs_for
 
-__all__ = ["Injection", "Step", "DEMO_STEPS", "Scenario"]
+__all__ = ["DEMO_STEPS", "Injection", "Scenario", "Step"]
 
 
 @dataclass(frozen=True)
@@ -33,22 +34,73 @@ class Step:
 
 
 DEMO_STEPS: tuple[Step, ...] = (
-    Step(2, "cold_start", "classifier", params={"cold_start_s": "4"},
-         expect="first classifier execute after the reload takes ~4 s"),
-    Step(6, "hang", "router", params={"hang_s": "60"},
-         expect="client times out; router's async_exec never returns"),
-    Step(10, "slow", "router", count=8, params={"slow_s": "0.5"}, timeout_s=15,
-         expect="classifier (1 instance) queues: pending > 0"),
-    Step(14, "fanout", "router", params={"fanout_n": "64"}, timeout_s=30,
-         expect="64 concurrent async_exec calls wait for 6 executor threads"),
-    Step(18, "callback", "router", params={"callback_wait_s": "5"}, timeout_s=15,
-         expect="'Exception in callback' in the log; the client gets an error"),
-    Step(19, "task_error", "router", timeout_s=15,
-         expect="'Task exception was never retrieved'; the client gets an error"),
-    Step(22, "shape_growth", "generate", count=3, timeout_s=30,
-         expect="decoder TOKEN_IDS shape doubles every step"),
-    Step(26, "deadlock", "generate", params={"deadlock_s": "15"},
-         expect="generate's BLS call waits for generate's only instance"),
+    Step(
+        2,
+        "cold_start",
+        "classifier",
+        params={"cold_start_s": "4"},
+        expect="first classifier execute after the reload takes ~4 s",
+    ),
+    Step(
+        6,
+        "hang",
+        "router",
+        params={"hang_s": "60"},
+        expect="client times out; router's async_exec never returns",
+    ),
+    Step(
+        10,
+        "slow",
+        "router",
+        count=8,
+        params={"slow_s": "0.5"},
+        timeout_s=15,
+        expect="classifier (1 instance) queues: pending > 0",
+    ),
+    Step(
+        14,
+        "fanout",
+        "router",
+        params={"fanout_n": "64"},
+        timeout_s=30,
+        expect="64 concurrent async_exec calls wait for 6 executor threads",
+    ),
+    Step(
+        18,
+        "callback",
+        "router",
+        params={"callback_wait_s": "5"},
+        timeout_s=15,
+        expect="'Exception in callback' in the log; the client gets an error",
+    ),
+    Step(
+        19,
+        "task_error",
+        "router",
+        timeout_s=15,
+        expect="'Task exception was never retrieved'; the client gets an error",
+    ),
+    Step(
+        22,
+        "shape_growth",
+        "generate",
+        count=3,
+        timeout_s=30,
+        expect="decoder TOKEN_IDS shape doubles every step",
+    ),
+    Step(
+        26,
+        "deadlock",
+        "generate",
+        params={"deadlock_s": "15"},
+        expect="generate's BLS call waits for generate's only instance",
+    ),
+    Step(
+        30,
+        "ensemble_fanout",
+        "fanout_ensemble",
+        expect="a miswired ensemble fails to load: 'is not written'",
+    ),
 )
 
 
@@ -58,10 +110,13 @@ class Injection:
     started: float
     outcomes: list[Outcome] = field(default_factory=list)
     error: str = ""
+    detail: str = ""
 
     def verdict(self) -> str:
         if self.error:
             return f"could not inject: {self.error}"
+        if self.detail:
+            return self.detail
         if not self.outcomes:
             return "reloaded" if self.step.fault == "cold_start" else "pending"
         counts: dict[str, int] = {}
@@ -80,8 +135,10 @@ class Scenario:
         url: str,
         steps: tuple[Step, ...] = DEMO_STEPS,
         on_event: Callable[[str], None] | None = None,
+        run_dir: Path | None = None,
     ) -> None:
         self.url = url
+        self.run_dir = run_dir
         self.steps = steps
         self.injections: list[Injection] = []
         self._on_event = on_event or (lambda _msg: None)
@@ -111,6 +168,11 @@ class Scenario:
             if step.fault == "cold_start":
                 self._reload(injection)
                 continue
+            if step.fault == "ensemble_fanout":
+                t = threading.Thread(target=self._ensemble, args=(injection,), daemon=True)
+                t.start()
+                self._threads.append(t)
+                continue
             for i in range(step.count):
                 t = threading.Thread(
                     target=self._send, args=(injection, i), name=f"inject-{step.fault}", daemon=True
@@ -121,8 +183,37 @@ class Scenario:
     def _reload(self, injection: Injection) -> None:
         try:
             set_cold_start(self.url, float(injection.step.params.get("cold_start_s", "4")))
-        except Exception as err:  # noqa: BLE001 - a failed injection is reported, not raised
+        except Exception as err:
             injection.error = str(err)[:200]
+
+    def _ensemble(self, injection: Injection) -> None:
+        """Load the miswired ensemble in a second, short-lived Triton and quote its refusal.
+
+        It has its own server because Triton either refuses to start with it or keeps it
+        unloadable; the demo server must stay healthy for the other faults.
+        """
+        from observability.lab import LabConfig, TritonLab, repository
+
+        lab = TritonLab(
+            LabConfig(
+                model_repository=repository("ensemble_fanout_broken"),
+                run_dir=self.run_dir / "ensemble_fanout_broken" if self.run_dir else None,
+                exit_on_error=False,
+                strict_readiness=False,
+                trace=False,
+                exit_timeout_s=5,
+            )
+        )
+        try:
+            lab.start()
+            lines = [line for line in lab.log_text().splitlines() if "is not written" in line]
+            injection.error = "" if lines else "Triton loaded it: no 'not written' error"
+            injection.detail = lines[0].split('"', 1)[-1].rstrip('"') if lines else ""
+            self._on_event(f"ensemble_fanout: {injection.detail or injection.error}")
+        except Exception as err:
+            injection.error = str(err)[:200]
+        finally:
+            lab.stop()
 
     def _send(self, injection: Injection, index: int) -> None:
         import random

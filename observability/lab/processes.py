@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["processes_mentioning", "pid_alive"]
+__all__ = ["pid_alive", "processes_mentioning"]
 
 
 def processes_mentioning(needle: str) -> dict[int, str]:

@@ -54,7 +54,9 @@ def lab_factory(
 @pytest.fixture(scope="session")
 def triton_lab(lab_factory: LabFactory) -> TritonLab:
     """The demo pipeline on a real Triton, explicit model control, for the whole session."""
-    return lab_factory(demo_repository(), name="demo", model_control="explicit")
+    return lab_factory(
+        demo_repository(), name="demo", model_control="explicit", trace_log_frequency=50
+    )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from observability.lab.errors import LabError
 
-__all__ = ["REPOSITORIES", "repository", "demo_repository"]
+__all__ = ["REPOSITORIES", "demo_repository", "repository"]
 
 _ROOT = Path(__file__).resolve().parent / "repos"
 

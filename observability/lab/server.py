@@ -57,7 +57,9 @@ class LabConfig:
     backend_config: tuple[str, ...] = ()
     """E.g. ``("python,thread-pool-size=8",)``."""
     extra_args: tuple[str, ...] = ()
-    exit_timeout_s: int = 3
+    exit_timeout_s: int = 20
+    """Triton stops python instances one by one (~1 s each); too short a timeout loses the
+    trace file, which Triton writes only on a clean exit."""
     ready_timeout_s: float = 120.0
     strict_readiness: bool = True
     exit_on_error: bool = True
@@ -250,7 +252,7 @@ class TritonLab:
                 f"--trace-config=level={cfg.trace_level}",
             ]
             if cfg.trace_log_frequency:
-                argv.append(f"--trace-config=log-frequency={cfg.trace_log_frequency}")
+                argv.append(f"--trace-config=triton,log-frequency={cfg.trace_log_frequency}")
         argv += [f"--metrics-config={item}" for item in cfg.metrics_config]
         argv += [f"--backend-config={item}" for item in cfg.backend_config]
         argv += list(cfg.extra_args)

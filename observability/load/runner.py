@@ -19,7 +19,7 @@ from observability.load.client import Outcome, TritonClient
 from observability.load.report import LoadReport
 from observability.load.workload import plan_request
 
-__all__ = ["LoadConfig", "run_load", "set_cold_start", "COLD_START_MODEL"]
+__all__ = ["COLD_START_MODEL", "LoadConfig", "run_load", "set_cold_start"]
 
 COLD_START_MODEL = "classifier"
 
@@ -93,7 +93,7 @@ def run_load(
             next_index += 1
             return index
 
-    def plan(index: int):  # noqa: ANN202 - local helper
+    def plan(index: int):
         with lock:  # the shared RNG keeps a run reproducible for a given seed
             return plan_request(index, rng, tag, config.faults, config.fault_params)
 

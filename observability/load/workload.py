@@ -12,9 +12,13 @@ import numpy as np
 
 from observability.load.faults import FAULTS
 
-__all__ = ["HEALTHY_MIX", "PlannedRequest", "plan_request", "inputs_for"]
+__all__ = ["HEALTHY_MIX", "PlannedRequest", "inputs_for", "plan_request"]
 
-HEALTHY_MIX: tuple[tuple[str, float], ...] = (("router", 0.7), ("pipeline", 0.15), ("generate", 0.15))
+HEALTHY_MIX: tuple[tuple[str, float], ...] = (
+    ("router", 0.7),
+    ("pipeline", 0.15),
+    ("generate", 0.15),
+)
 """Entry models of healthy traffic and their shares."""
 
 

@@ -47,7 +47,7 @@ def test_lab_serves_and_records_its_run(echo_repository: Path, tmp_path: Path) -
         assert run["ports"]["http"] == lab.ports.http
         assert run["clock"]["log_timezone"] == "UTC"
         assert abs(run["clock"]["epoch_ns_minus_monotonic_ns"]) > 0
-        assert any("--log-verbose=1" == a for a in run["argv"])
+        assert any(a == "--log-verbose=1" for a in run["argv"])
         # Every listener is on loopback only.
         for port in (lab.ports.http, lab.ports.grpc, lab.ports.metrics):
             addrs = _listening_addresses(port)
@@ -57,8 +57,10 @@ def test_lab_serves_and_records_its_run(echo_repository: Path, tmp_path: Path) -
         stubs = [c for c in lab.lab_processes().values() if "triton_python_backend_stub" in c]
         assert stubs, "the python model's stub should be running"
         body = json.dumps(
-            {"id": "lab-1", "inputs": [{"name": "INPUT0", "shape": [2], "datatype": "FP32",
-                                        "data": [1, 2]}]}
+            {
+                "id": "lab-1",
+                "inputs": [{"name": "INPUT0", "shape": [2], "datatype": "FP32", "data": [1, 2]}],
+            }
         ).encode()
         req = urllib.request.Request(f"{lab.http_url}/v2/models/echo/infer", data=body)
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -156,20 +158,28 @@ def test_missing_libpython_names_the_debian_package(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(
         install, "_missing_libraries", lambda binary, libs: ["libpython3.11.so.1.0"]
     )
-    with pytest.raises(LabError, match="apt-get install libpython3.11"):
+    with pytest.raises(LabError, match=r"apt-get install libpython3\.11"):
         install.find_install((3, 11))
 
 
 def test_no_stub_for_an_unknown_python() -> None:
-    with pytest.raises(LabError, match="no python backend stub for Python 3.99"):
+    with pytest.raises(LabError, match=r"no python backend stub for Python 3\.99"):
         install.find_install((3, 99))
 
 
 def test_cli_lab_runs_until_interrupted(echo_repository: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "cli-run"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "observability.cli", "lab", "-m", str(echo_repository),
-         "--run-dir", str(run_dir)],
+        [
+            sys.executable,
+            "-m",
+            "observability.cli",
+            "lab",
+            "-m",
+            str(echo_repository),
+            "--run-dir",
+            str(run_dir),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
