@@ -1,0 +1,100 @@
+"""The triton-obs command line as a user runs it: help texts, load, demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from observability.cli import app
+from observability.lab import TritonLab
+from observability.lab.processes import processes_mentioning
+
+runner = CliRunner()
+COMMANDS = ["version", "lab", "load", "demo"]
+
+
+def test_every_command_has_a_one_line_help() -> None:
+    top = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert top.exit_code == 0
+    for name in COMMANDS:
+        line = next(ln for ln in top.output.splitlines() if re.search(rf"│ {name}\s", ln))
+        assert len(line.split(name, 1)[1].strip(" │")) > 10, line
+        result = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert "Usage" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--faults", "explode=0.1"], "unknown fault 'explode'"),
+        (["--faults", "hang=2"], "not a probability"),
+        (["--fault-params", "hang_s"], "not KEY=VALUE"),
+    ],
+)
+def test_load_rejects_bad_faults_with_a_message(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["load", "--url", "127.0.0.1:1", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_load_against_a_server_that_is_not_there() -> None:
+    result = runner.invoke(
+        app, ["load", "--url", "127.0.0.1:9", "--requests", "3", "--timeout", "1", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["sent"] == 3 and summary["answered"] == 0
+
+
+@pytest.mark.lab
+def test_load_summary_against_the_lab(triton_lab: TritonLab) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "load", "--url", triton_lab.grpc_url, "--concurrency", "4", "--requests", "40",
+            "--duration", "60", "--faults", "slow=0.25", "--fault-params", "slow_s=0.05",
+            "--run-tag", "cli-load", "--json",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["sent"] == 40
+    assert summary["answered"] == 40, summary
+    assert summary["failed"] == summary["timed_out"] == 0
+    assert 0 < summary["by_fault"]["slow"]["sent"] < 40
+    assert summary["p50_ms"] <= summary["p99_ms"]
+    assert "[request id: cli-load-000039]" in triton_lab.log_text()
+
+
+@pytest.mark.lab
+def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
+    run_dir = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "observability.cli", "demo", "--duration", "36", "--no-ui",
+         "--run-dir", str(run_dir)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "220"},
+    )  # fmt: skip
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
+    # Every second, per model: rate, queue and compute time, pending.
+    assert out.count("per model (last second)") >= 20
+    assert re.search(r"router\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d", out)
+    for fault in ("cold_start", "hang", "slow", "fanout", "callback", "task_error",
+                  "shape_growth", "deadlock", "ensemble_fanout"):  # fmt: skip
+        assert f"inject {fault}" in out, fault
+    assert re.search(r"hang: demo-hang-0 timed out", out)
+    assert re.search(r"deadlock: demo-deadlock-0 timed out", out)
+    assert re.search(r"callback: demo-callback-0 failed", out)
+    assert "is not written" in out
+    log = (run_dir / "triton.log").read_text(errors="replace")
+    assert "Exception in callback" in log and "Task exception was never retrieved" in log
+    assert list(run_dir.glob("trace.json.*")), "traces are written as they complete"
+    assert not processes_mentioning(str(run_dir))
