@@ -1,0 +1,74 @@
+"""Events to JSON and back, driven by the dataclasses' own type hints.
+
+The store keeps each event's full record as JSON beside a few indexed columns, so adding a
+field to an event needs no migration, and reading gives back the same frozen dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+import types
+import typing
+from typing import Any
+
+from observability import events as ev
+
+__all__ = ["KINDS", "decode", "encode", "kind_of"]
+
+KINDS: dict[str, type] = {
+    name: obj
+    for name in ev.__all__
+    if dataclasses.is_dataclass(obj := getattr(ev, name)) and isinstance(obj, type)
+}
+
+
+def kind_of(event: object) -> str:
+    return type(event).__name__
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def encode(event: object) -> str:
+    """Compact JSON of an event (enums by value, tuples as arrays)."""
+    return json.dumps(_plain(event), separators=(",", ":"), ensure_ascii=False)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(ev))
+
+
+def _build(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], value) if len(args) == 1 else value
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_build(args[0], v) for v in value)
+        return tuple(_build(a, v) for a, v in zip(args, value, strict=False))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = _hints(tp)
+        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in hints})
+    return value
+
+
+def decode(kind: str, body: str) -> object:
+    """The event of ``kind`` from :func:`encode`'s JSON; unknown kinds raise ``KeyError``."""
+    return _build(KINDS[kind], json.loads(body))

@@ -1,0 +1,307 @@
+"""The embedded store: SQLite in WAL mode, one writer, readers that never block it.
+
+Everything outside this module talks to :class:`Store` through typed events, so a later
+backend (Prometheus plus a trace backend beyond one machine) can replace it behind the same
+methods. Writes are batched in one transaction and idempotent by each record's natural key.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from observability import events as ev
+from observability.store.codec import decode, encode, kind_of
+from observability.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written; the message says why."""
+
+
+class StoreFullError(StoreError):
+    """The disk (or the file's size cap) is full: nothing of the batch was written."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    inserted: int
+    duplicates: int
+    ignored: int
+    """Events of a kind the store does not keep."""
+
+
+def _header_fields(event: object) -> tuple[int, int, str | None, str | None]:
+    """(at_ns, offset, request_id, model) of a log event, whatever its kind."""
+    header = getattr(event, "header", None)
+    at_ns = header.at_ns if header is not None else getattr(event, "at_ns", 0)
+    offset = header.offset if header is not None else getattr(event, "offset", 0)
+    request_id = getattr(event, "request_id", None)
+    model = getattr(event, "model", None)
+    return at_ns, offset, request_id, model
+
+
+def _labels_key(labels: ev.Labels) -> str:
+    return json.dumps(sorted(labels), separators=(",", ":"))
+
+
+class Store:
+    """One SQLite file. Open read-write once per process (the collector), read-only elsewhere."""
+
+    def __init__(self, path: Path | str, *, readonly: bool = False, timeout_s: float = 5.0):
+        self.path = Path(path)
+        self.readonly = readonly
+        try:
+            if readonly:
+                if not self.path.exists():
+                    raise StoreError(f"no store at {self.path}")
+                self._db = sqlite3.connect(
+                    f"file:{self.path}?mode=ro", uri=True, timeout=timeout_s,
+                    check_same_thread=False,
+                )  # fmt: skip
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False)
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
+            version = self.schema_version()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"cannot open store {self.path}: {err}") from None
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema {version}, newer than this program's "
+                f"{SCHEMA_VERSION}: upgrade triton-observability"
+            )
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        for number, script in enumerate(MIGRATIONS, start=1):
+            if number <= current:
+                continue
+            with self._db:
+                self._db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+
+    # -- writing -----------------------------------------------------------------------
+    def write(self, events: Iterable[object], source: str = "") -> WriteResult:
+        """Store a batch in one transaction. ``source`` names the stream log lines and trace
+        spans came from (a log file's identity, a trace file family of one server run)."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        inserted = duplicates = ignored = 0
+        try:
+            with self._db:
+                cur = self._db.cursor()
+                for event in events:
+                    rows = self._insert(cur, event, source)
+                    if rows is None:
+                        ignored += 1
+                    else:
+                        inserted += rows[0]
+                        duplicates += rows[1]
+        except sqlite3.OperationalError as err:
+            if "full" in str(err).lower():
+                raise StoreFullError(f"store {self.path} is full: {err}") from None
+            raise StoreError(f"writing to {self.path} failed: {err}") from None
+        return WriteResult(inserted, duplicates, ignored)
+
+    def _insert(self, cur: sqlite3.Cursor, event: object, source: str) -> tuple[int, int] | None:
+        if isinstance(event, ev.MetricsScrape):
+            sql = "INSERT OR IGNORE INTO metric_samples VALUES (?,?,?,?,?,?)"
+            rows = [
+                (event.target, event.at_ns, s.name, _labels_key(s.labels), s.value, encode(s))
+                for s in event.samples
+            ]
+            before = self._db.total_changes
+            cur.executemany(sql, rows)
+            added = self._db.total_changes - before
+            return added, len(rows) - added
+        if isinstance(event, ev.ScrapeStatus):
+            cur.execute(
+                "INSERT OR IGNORE INTO scrapes VALUES (?,?,?,?)",
+                (event.target, event.at_ns, int(event.up), encode(event)),
+            )
+        elif isinstance(event, ev.ModelStats):
+            cur.execute(
+                "INSERT OR IGNORE INTO model_stats VALUES (?,?,?,?)",
+                (event.model, event.version, event.at_ns, encode(event)),
+            )
+        elif isinstance(event, ev.TraceSpan):
+            stamps = [ns for _, ns in event.timestamps]
+            cur.execute(
+                "INSERT OR IGNORE INTO trace_spans VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    source or event.source, event.trace_id, event.parent_id, event.model,
+                    event.request_id, min(stamps, default=None), max(stamps, default=None),
+                    encode(event),
+                ),
+            )  # fmt: skip
+        elif isinstance(event, ev.OtlpSpan):
+            cur.execute(
+                "INSERT OR IGNORE INTO otlp_spans VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    event.trace_id, event.span_id, event.parent_span_id, event.name,
+                    event.service, event.start_ns, event.end_ns, event.status, encode(event),
+                ),
+            )  # fmt: skip
+        elif hasattr(event, "header") or isinstance(event, ev.StubOutput):
+            at_ns, offset, request_id, model = _header_fields(event)
+            cur.execute(
+                "INSERT OR IGNORE INTO log_records VALUES (?,?,?,?,?,?,?)",
+                (source, offset, kind_of(event), at_ns, request_id, model, encode(event)),
+            )
+        else:
+            return None
+        return (1, 0) if cur.rowcount == 1 else (0, 1)
+
+    # -- reading -----------------------------------------------------------------------
+    def count(self, table: str) -> int:
+        if table not in _TABLES:
+            raise ValueError(f"unknown table {table!r}")
+        return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    def log_records(
+        self,
+        kinds: Iterable[str] | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        request_id: str | None = None,
+    ) -> Iterator[object]:
+        """Log events in time order (then file order), decoded to their dataclasses."""
+        where, args = [], []
+        if kinds is not None:
+            names = list(kinds)
+            where.append(f"kind IN ({','.join('?' * len(names))})")
+            args += names
+        if since_ns is not None:
+            where.append("at_ns >= ?")
+            args.append(since_ns)
+        if until_ns is not None:
+            where.append("at_ns < ?")
+            args.append(until_ns)
+        if request_id is not None:
+            where.append("request_id = ?")
+            args.append(request_id)
+        sql = "SELECT kind, body FROM log_records"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY at_ns, source, offset"
+        for kind, body in self._db.execute(sql, args):
+            yield decode(kind, body)
+
+    def metric_samples(
+        self, name: str, since_ns: int | None = None, until_ns: int | None = None
+    ) -> Iterator[tuple[str, int, ev.MetricSample]]:
+        """``(target, at_ns, sample)`` for one sample name, in time order."""
+        sql = "SELECT target, at_ns, body FROM metric_samples WHERE name = ?"
+        args: list[object] = [name]
+        if since_ns is not None:
+            sql += " AND at_ns >= ?"
+            args.append(since_ns)
+        if until_ns is not None:
+            sql += " AND at_ns < ?"
+            args.append(until_ns)
+        for target, at_ns, body in self._db.execute(sql + " ORDER BY at_ns", args):
+            yield target, at_ns, decode("MetricSample", body)  # type: ignore[misc]
+
+    def _bodies(self, table: str, kind: str, order: str) -> Iterator[object]:
+        for (body,) in self._db.execute(f"SELECT body FROM {table} ORDER BY {order}"):
+            yield decode(kind, body)
+
+    def scrapes(self) -> Iterator[ev.ScrapeStatus]:
+        yield from self._bodies("scrapes", "ScrapeStatus", "at_ns")  # type: ignore[misc]
+
+    def model_stats(self) -> Iterator[ev.ModelStats]:
+        yield from self._bodies("model_stats", "ModelStats", "at_ns")  # type: ignore[misc]
+
+    def trace_spans(self) -> Iterator[ev.TraceSpan]:
+        yield from self._bodies("trace_spans", "TraceSpan", "source, trace_id")  # type: ignore[misc]
+
+    def otlp_spans(self) -> Iterator[ev.OtlpSpan]:
+        yield from self._bodies("otlp_spans", "OtlpSpan", "start_ns")  # type: ignore[misc]
+
+    def time_range(self) -> tuple[int, int] | None:
+        """Earliest and latest event time across tables (ns), ``None`` when empty."""
+        lows, highs = [], []
+        for table, col in _TIME_COLUMNS.items():
+            lo, hi = self._db.execute(f"SELECT min({col}), max({col}) FROM {table}").fetchone()
+            if lo is not None:
+                lows.append(lo)
+                highs.append(hi)
+        return (min(lows), max(highs)) if lows else None
+
+    # -- housekeeping --------------------------------------------------------------------
+    def size_bytes(self) -> int:
+        page_count = self._db.execute("PRAGMA page_count").fetchone()[0]
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        return int(page_count * page_size)
+
+    def apply_retention(
+        self,
+        max_age_s: float | None = None,
+        max_bytes: int | None = None,
+        now_ns: int | None = None,
+    ) -> int:
+        """Delete what is older than ``max_age_s``, then the oldest tenth at a time while the
+        file is over ``max_bytes``. Returns the rows deleted."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        deleted = 0
+        with self._db:
+            if max_age_s is not None:
+                cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(max_age_s * 1e9)
+                for table, col in _TIME_COLUMNS.items():
+                    cur = self._db.execute(f"DELETE FROM {table} WHERE {col} < ?", (cutoff,))
+                    deleted += cur.rowcount
+        self._db.executescript("PRAGMA incremental_vacuum;")
+        for _ in range(60):
+            if max_bytes is None or self.size_bytes() <= max_bytes:
+                break
+            removed = 0
+            with self._db:
+                for table, col in _TIME_COLUMNS.items():
+                    # The oldest tenth of each table's rows, whatever their time spread.
+                    cur = self._db.execute(
+                        f"DELETE FROM {table} WHERE {col} <= (SELECT {col} FROM {table} "
+                        f"ORDER BY {col} LIMIT 1 OFFSET (SELECT count(*) / 10 FROM {table}))"
+                    )
+                    removed += cur.rowcount
+            deleted += removed
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.executescript("PRAGMA incremental_vacuum;")
+            if not removed:
+                break
+        return deleted
+
+
+_TIME_COLUMNS = {
+    "log_records": "at_ns",
+    "metric_samples": "at_ns",
+    "scrapes": "at_ns",
+    "model_stats": "at_ns",
+    "otlp_spans": "start_ns",
+}
+_TABLES = {*_TIME_COLUMNS, "trace_spans"}

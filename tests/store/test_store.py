@@ -1,0 +1,185 @@
+"""The SQLite store on real files: round trips, idempotence, readers beside a writer,
+retention, migrations and a full disk."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from observability import events as ev
+from observability.store import Store, StoreError, StoreFullError
+from observability.store.codec import KINDS, decode, encode
+
+H = ev.LogRecord(at_ns=1_700_000_000_000_000_000, level=ev.LogLevel.INFO,
+                 source_file="infer_request.cc", source_line=132, offset=0)  # fmt: skip
+
+
+def header(offset: int, at_ns: int = H.at_ns) -> ev.LogRecord:
+    return ev.LogRecord(at_ns, ev.LogLevel.INFO, "infer_request.cc", 132, offset)
+
+
+def sample(name: str, value: float, **labels: str) -> ev.MetricSample:
+    return ev.MetricSample(name, tuple(labels.items()), value, name)
+
+
+def some_events() -> list[object]:
+    return [
+        ev.RequestStateChange(header(0), "r1", "PENDING", "EXECUTING"),
+        ev.RequestStateChange(header(100, H.at_ns + 5), "r1", "EXECUTING", "RELEASED"),
+        ev.StubOutput(H.at_ns + 6, 200, "Exception in callback <lambda>"),
+        ev.MetricsScrape(H.at_ns, "m", (sample("nv_inference_count", 3, model="router"),)),
+        ev.ScrapeStatus(H.at_ns, "m", True, 0.01),
+        ev.ModelStats(
+            H.at_ns,
+            "router",
+            "1",
+            0,
+            1,
+            1,
+            1,
+            5,
+            0,
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+            batch_stats=(ev.BatchStats(1, 1, 2, 1, 3, 1, 4),),
+        ),
+        ev.TraceSpan(
+            1,
+            None,
+            "router",
+            "1",
+            "r1",
+            (("REQUEST_START", 10), ("REQUEST_END", 90)),
+            "trace.json.0",
+        ),
+        ev.OtlpSpan(
+            "ab" * 16,
+            "cd" * 8,
+            "",
+            "bls router->detector",
+            "router",
+            1,
+            2,
+            "ERROR",
+            "boom",
+            (("child.model", "detector"),),
+            (ev.OtlpSpanEvent("exception", 2, (("exception.type", "KeyError"),)),),
+        ),
+    ]
+
+
+def test_every_event_kind_round_trips_through_its_json() -> None:
+    for event in some_events():
+        assert decode(type(event).__name__, encode(event)) == event
+    assert {"RequestStateChange", "OtlpSpan", "ModelStats", "MetricSample"} <= set(KINDS)
+
+
+def test_write_read_and_idempotence(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        first = store.write(some_events(), source="log:1")
+        again = store.write(some_events(), source="log:1")
+        assert first.inserted == 8 and first.duplicates == 0
+        assert again.inserted == 0 and again.duplicates == 8
+        states = list(store.log_records(kinds=["RequestStateChange"], request_id="r1"))
+        assert [s.to_state for s in states] == ["EXECUTING", "RELEASED"]
+        assert [type(r).__name__ for r in store.log_records()] == [
+            "RequestStateChange", "RequestStateChange", "StubOutput"
+        ]  # fmt: skip
+        (row,) = store.metric_samples("nv_inference_count")
+        assert row[2].label("model") == "router"
+        assert next(store.model_stats()).batch_stats[0].compute_infer_ns == 3
+        assert next(store.otlp_spans()).events[0].attributes == (("exception.type", "KeyError"),)
+        assert next(store.trace_spans()).timestamp("REQUEST_END") == 90
+        # The same line from another file is another record.
+        assert store.write(some_events()[:1], source="log:2").inserted == 1
+
+
+def test_unknown_events_are_counted_not_stored(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        assert store.write(["not an event", 42]).ignored == 2
+
+
+def test_reader_never_blocks_the_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    writer = Store(path)
+    writer.write(some_events(), source="a")
+    reader = Store(path, readonly=True)
+    stop = threading.Event()
+    reads = []
+
+    def read_loop() -> None:
+        while not stop.is_set():
+            reads.append(sum(1 for _ in reader.log_records()))
+
+    thread = threading.Thread(target=read_loop)
+    thread.start()
+    try:
+        for i in range(200):
+            writer.write([ev.RequestStateChange(header(1000 + i), f"x{i}", "A", "B")], source="a")
+    finally:
+        stop.set()
+        thread.join()
+    assert reads and max(reads) <= 203
+    assert writer.count("log_records") == 203
+    with pytest.raises(StoreError, match="read-only"):
+        reader.write(some_events())
+    reader.close()
+    writer.close()
+
+
+def test_retention_by_age_and_size(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        now = H.at_ns + 10_000_000_000
+        old = [ev.RequestStateChange(header(i, H.at_ns + i), f"o{i}", "A", "B") for i in range(50)]
+        new = [ev.RequestStateChange(header(1000 + i, now), f"n{i}", "A", "B") for i in range(50)]
+        store.write(old + new, source="f")
+        assert store.apply_retention(max_age_s=5, now_ns=now) == 50
+        assert store.count("log_records") == 50
+        big = [ev.StubOutput(now + i, 10_000 + i, "x" * 2000) for i in range(2000)]
+        store.write(big, source="f")
+        assert store.size_bytes() > 2_000_000
+        store.apply_retention(max_bytes=1_000_000)
+        assert store.size_bytes() <= 1_000_000
+        assert store.count("log_records") > 0
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version=99")
+    db.close()
+    with pytest.raises(StoreError, match="newer than this program"):
+        Store(path)
+
+
+def test_garbage_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open store"):
+        Store(path)
+    with pytest.raises(StoreError, match="no store"):
+        Store(tmp_path / "missing.db", readonly=True)
+
+
+def test_full_disk_is_a_typed_error_and_loses_nothing_stored(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        store.write(some_events(), source="f")
+        # A size cap on the file is a real "database or disk is full" from SQLite.
+        pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+        store._db.execute(f"PRAGMA max_page_count={pages + 2}")
+        with pytest.raises(StoreFullError):
+            store.write([ev.StubOutput(H.at_ns, 10_000 + i, "y" * 4000) for i in range(50)], "f")
+        assert store.count("log_records") == 3
+        store._db.execute("PRAGMA max_page_count=1073741823")
+        assert store.write([ev.StubOutput(H.at_ns, 99_999, "ok")], "f").inserted == 1
+    time.sleep(0)
