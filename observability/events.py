@@ -12,21 +12,22 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 __all__ = [
-    "Labels",
-    "MetricType",
-    "MetricSample",
-    "MetricFamily",
-    "LogLevel",
-    "LogRecord",
-    "RequestPrepared",
-    "RequestStateChange",
+    "ErrorLine",
+    "FrontendCancellation",
+    "FrontendRequest",
     "InstanceExecuting",
     "InstanceReleased",
-    "ResponseOutput",
-    "FrontendRequest",
+    "Labels",
+    "LogLevel",
+    "LogRecord",
+    "MetricFamily",
+    "MetricSample",
+    "MetricType",
     "ModelStateChange",
+    "RequestPrepared",
+    "RequestStateChange",
+    "ResponseOutput",
     "StubHealth",
-    "ErrorLine",
     "StubOutput",
 ]
 
@@ -127,6 +128,12 @@ class InstanceReleased:
 
 @dataclass(frozen=True, slots=True)
 class ResponseOutput:
+    """One output tensor of a response (``infer_response.cc`` ``add response output``).
+
+    2.51 does not name the model on this line; ``model`` is ``""`` when the line does not
+    say it, and a consumer joins it to the preceding ``InstanceExecuting`` of the process.
+    """
+
     header: LogRecord
     model: str
     output: str
@@ -136,12 +143,31 @@ class ResponseOutput:
 
 @dataclass(frozen=True, slots=True)
 class FrontendRequest:
-    """An HTTP or gRPC request as the frontend logged it."""
+    """An HTTP or gRPC request as the frontend logged it.
+
+    HTTP: ``method`` is the verb (Triton logs libevhtp's method number; unknown numbers are
+    kept as digits) and ``path`` the URI. gRPC logs neither model nor path: ``method`` is the
+    handler or RPC name (``ModelInferHandler``, ``RepositoryModelLoad``) and ``path`` is ``""``.
+    """
 
     header: LogRecord
     protocol: str
     method: str
     path: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendCancellation:
+    """A frontend noticed its client gave up (gRPC deadline or cancel).
+
+    Triton keeps executing the request in the backend; this line is often the only trace
+    of a client timeout, since the CANCELED failure counter may stay 0.
+    """
+
+    header: LogRecord
+    protocol: str
+    handler: str
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +200,141 @@ class StubOutput:
     """Text a python stub printed into Triton's stream without a log header.
 
     Tracebacks such as ``Exception in callback`` or ``Task exception was never retrieved``
-    arrive this way; ``at_ns`` is borrowed from the nearest preceding header.
+    arrive this way; ``at_ns`` is borrowed from the nearest preceding header (0 before the
+    first). Other headerless prints that share the stream (``Error: Failed to initialize
+    NVML``, ``Signal (15) received.``) land here too: the log cannot tell them apart.
     """
 
     at_ns: int
     offset: int
     text: str
+
+
+# --- scrape, statistics, trace and span events ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapeStatus:
+    """One attempt to reach a target (/metrics or /v2/models/stats): up or down, and why."""
+
+    at_ns: int
+    target: str
+    """``metrics`` or ``stats`` plus the URL, e.g. ``metrics http://127.0.0.1:8002/metrics``."""
+    up: bool
+    duration_s: float
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsScrape:
+    """A whole /metrics page as parsed at one instant; samples keep Triton's names."""
+
+    at_ns: int
+    target: str
+    samples: tuple[MetricSample, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStats:
+    batch_size: int
+    compute_input_count: int
+    compute_input_ns: int
+    compute_infer_count: int
+    compute_infer_ns: int
+    compute_output_count: int
+    compute_output_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStats:
+    """One model version's entry of ``/v2/models/stats`` (cumulative since load)."""
+
+    at_ns: int
+    model: str
+    version: str
+    last_inference_ms: int
+    """Epoch milliseconds of the last inference, 0 when none."""
+    inference_count: int
+    execution_count: int
+    success_count: int
+    success_ns: int
+    fail_count: int
+    fail_ns: int
+    queue_count: int
+    queue_ns: int
+    compute_input_ns: int
+    compute_infer_ns: int
+    compute_output_ns: int
+    cache_hit_count: int = 0
+    cache_miss_count: int = 0
+    batch_stats: tuple[BatchStats, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSpan:
+    """One request of a Triton trace file (``--trace-config triton,file=F``), records merged.
+
+    ``trace_id`` is Triton's per-process integer id; ``parent_id`` links a BLS child to the
+    request that issued it. Timestamps are Triton's monotonic clock in ns, in file order.
+    """
+
+    trace_id: int
+    parent_id: int | None
+    model: str
+    version: str
+    request_id: str
+    timestamps: tuple[tuple[str, int], ...]
+    source: str
+    """The trace file it came from (``trace.json``, ``trace.json.3``)."""
+
+    def timestamp(self, name: str) -> int | None:
+        for key, ns in self.timestamps:
+            if key == name:
+                return ns
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpSpanEvent:
+    name: str
+    at_ns: int
+    attributes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpSpan:
+    """A span received over OTLP (Triton's opentelemetry mode or our BLS instrumentation).
+
+    Attribute values are kept as strings: the store and detectors compare, never compute.
+    """
+
+    trace_id: str
+    """32 lowercase hex digits."""
+    span_id: str
+    parent_span_id: str
+    name: str
+    service: str
+    start_ns: int
+    end_ns: int
+    status: str
+    """``UNSET``, ``OK`` or ``ERROR``."""
+    status_message: str = ""
+    attributes: tuple[tuple[str, str], ...] = ()
+    events: tuple[OtlpSpanEvent, ...] = ()
+
+    def attribute(self, key: str, default: str = "") -> str:
+        for k, v in self.attributes:
+            if k == key:
+                return v
+        return default
+
+
+__all__ += [  # extended by section: keeps merges of this shared module simple
+    "BatchStats",
+    "MetricsScrape",
+    "ModelStats",
+    "OtlpSpan",
+    "OtlpSpanEvent",
+    "ScrapeStatus",
+    "TraceSpan",
+]
