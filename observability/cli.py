@@ -178,6 +178,66 @@ def demo(
     raise typer.Exit(code)
 
 
+@app.command()
+def capture(
+    out: Annotated[Path, typer.Option(help="new folder for the bundle")],
+    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
+    metrics_url: Annotated[
+        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
+    ] = None,
+    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file")] = None,
+    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
+    duration: Annotated[float, typer.Option(min=0.1, help="seconds to record")] = 30.0,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between snapshots")] = 1.0,
+    log_from_start: Annotated[bool, typer.Option(help="copy the whole log")] = False,
+) -> None:
+    """Record a bundle (log, traces, /metrics and stats snapshots) from a live Triton."""
+    from observability.bundle import CaptureConfig
+    from observability.bundle import capture as run_capture
+
+    if not any((url, metrics_url, log, trace)):
+        raise _fail("nothing to capture: give --url, --metrics-url, --log or --trace")
+    for path in (log,):
+        if path is not None and not path.is_file():
+            raise _fail(f"log file {path} does not exist")
+    cfg = CaptureConfig(
+        out=out, url=url, metrics_url=metrics_url, log=log, trace=trace,
+        duration_s=duration, interval_s=interval, log_from_start=log_from_start,
+    )  # fmt: skip
+    try:
+        with console.status(f"capturing for {duration:g} s…"):
+            result = run_capture(cfg)
+    except FileExistsError as err:
+        raise _fail(str(err)) from None
+    console.print(
+        f"bundle {out}: {result.metrics} metrics and {result.stats} stats snapshots, "
+        f"{result.traces} trace files, {result.log_bytes} log bytes"
+    )
+    for failure in result.failures[:10]:
+        err_console.print(f"[yellow]warning:[/] {failure}", highlight=False)
+
+
+@app.command()
+def ingest(
+    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
+    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
+) -> None:
+    """Replay a bundle into a store, with the bundle's timestamps; twice stores nothing twice."""
+    from observability.bundle import BundleError
+    from observability.bundle.ingest import ingest as run_ingest
+    from observability.store import Store, StoreError
+
+    try:
+        with Store(store) as db:
+            report = run_ingest(bundle, db)
+    except (BundleError, StoreError) as err:
+        raise _fail(str(err)) from None
+    parts = ", ".join(f"{n} {part}" for part, n in sorted(report.inserted.items())) or "nothing"
+    console.print(f"ingested {parts} ({report.duplicates} already stored) into {store}")
+    for note in report.notes[:20]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,99 @@
+"""Throughput of the verbose-log parser against the one-regex reference, same process.
+
+The log is synthesised from the request traffic of a real 2.51 recording
+(``tests/fixtures/logs/glog_2.51_session.log``: HTTP, gRPC, BLS, ensemble, stub output), one
+block per repetition with its request ids renamed and its clock moved on one second every
+20 blocks, so that ids are unique and the timestamp cache sees a realistic turnover.
+Run from the repository root: ``python -m benchmarks.log_parse``. Prints one JSON line;
+``--lines`` and ``--baseline-lines`` shrink it for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import re
+import time
+from pathlib import Path
+
+from collectors.logs.parser import parse_lines
+from collectors.logs.reference import parse_lines_regex
+
+__all__ = ["main", "synthesise"]
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/logs/glog_2.51_session.log"
+_TIME = re.compile(rb"^([IWEF]\d{4}) \d\d:\d\d:\d\d", re.MULTILINE)
+
+
+def _traffic_block() -> bytes:
+    """The recording from the first inference to the first unload: steady-state traffic."""
+    lines = FIXTURE.read_bytes().splitlines(keepends=True)
+    first = next(i for i, ln in enumerate(lines) if b"HTTP request: 2 /v2/models/plain/infer" in ln)
+    last = next(i for i, ln in enumerate(lines) if b"/v2/repository/models/plain/unload" in ln)
+    return b"".join(lines[first:last])
+
+
+def synthesise(n_lines: int) -> list[bytes]:
+    block = _traffic_block()
+    out: list[bytes] = []
+    k = 0
+    while len(out) < n_lines:
+        s = 3600 * 4 + k // 20
+        stamp = b"%02d:%02d:%02d" % (s // 3600 % 24, s // 60 % 60, s % 60)
+        b = block.replace(b"request id: req-", b"request id: r%d-" % k)
+        b = b.replace(b"request id: grpc-", b"request id: g%d-" % k)
+        b = _TIME.sub(rb"\1 " + stamp, b)
+        out.extend(b.splitlines(keepends=True))
+        k += 1
+    return out[:n_lines]
+
+
+def _seconds(fn: object, lines: list[bytes]) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    for _ in fn(lines, year=2026):  # type: ignore[operator]
+        pass
+    return time.perf_counter() - t0
+
+
+def _interleaved(lines: list[bytes], base_lines: int, chunks: int = 10) -> tuple[float, float]:
+    """One pass over all lines, alternating a fast chunk and a reference chunk of the same
+    region, so that both parsers see the same load on a shared machine."""
+    step = len(lines) // chunks
+    per_base = max(1, base_lines // chunks)
+    fast_s = base_s = 0.0
+    for i in range(chunks):
+        chunk = lines[i * step : (i + 1) * step if i < chunks - 1 else len(lines)]
+        fast_s += _seconds(parse_lines, chunk)
+        base_s += _seconds(parse_lines_regex, chunk[:per_base])
+    return len(lines) / fast_s, per_base * chunks / base_s
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--baseline-lines", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args(argv)
+    lines = synthesise(args.lines)
+    # the two parsers must agree, or the comparison means nothing
+    check = lines[:20_000]
+    if list(parse_lines(check, year=2026)) != list(parse_lines_regex(check, year=2026)):
+        raise SystemExit("fast and reference parsers disagree on the synthetic log")
+    passes = [_interleaved(lines, args.baseline_lines) for _ in range(args.repeat)]
+    fast = max(p[0] for p in passes)
+    base = max(p[1] for p in passes)
+    result: dict[str, object] = {
+        "bench": "log_parse_lines",
+        "value": round(fast),
+        "unit": "lines/s",
+        "baseline": round(base),
+        "ratio": round(fast / base, 2),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
