@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -236,6 +237,57 @@ def ingest(
     console.print(f"ingested {parts} ({report.duplicates} already stored) into {store}")
     for note in report.notes[:20]:
         err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+@app.command()
+def collect(
+    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
+    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
+    metrics_url: Annotated[
+        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
+    ] = None,
+    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file to tail")] = None,
+    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
+    otlp_port: Annotated[
+        int | None, typer.Option(help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="serve our own /metrics on 127.0.0.1:PORT")
+    ] = None,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between scrapes")] = 1.0,
+    duration: Annotated[
+        float | None, typer.Option(min=0.1, help="stop after S seconds (default: Ctrl-C)")
+    ] = None,
+) -> None:
+    """Run every collector live into a store, serving the collector's own /metrics."""
+    from observability.collect import CollectConfig, CollectRunner
+    from observability.store import StoreError
+
+    if not any((url, metrics_url, log, trace, otlp_port is not None)):
+        raise _fail("nothing to collect: give --url, --metrics-url, --log, --trace or --otlp-port")
+    cfg = CollectConfig(
+        store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
+        otlp_port=otlp_port, metrics_port=port, interval_s=interval,
+    )  # fmt: skip
+    try:
+        runner = CollectRunner(cfg)
+    except StoreError as err:
+        raise _fail(str(err)) from None
+    signal.signal(signal.SIGTERM, lambda *_: runner.stop())
+    try:
+        runner.start_servers()
+    except OSError as err:
+        runner.close()
+        raise _fail(f"cannot listen: {err}") from None
+    if runner.metrics_port:
+        console.print(f"own metrics  http://127.0.0.1:{runner.metrics_port}/metrics")
+    if runner.otlp_url:
+        console.print(f"OTLP/HTTP    {runner.otlp_url}/v1/traces")
+    console.print(f"collecting into {store}; Ctrl-C stops")
+    with contextlib.suppress(KeyboardInterrupt):
+        runner.run(duration_s=duration)
+    stored = ", ".join(f"{n} {k}" for k, n in sorted(runner.state.stored.items())) or "nothing"
+    console.print(f"stored {stored}")
 
 
 def main() -> None:

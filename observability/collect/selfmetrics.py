@@ -1,0 +1,64 @@
+"""The collector's own /metrics: is it keeping up, is anything being lost?
+
+Served by prometheus_client on 127.0.0.1 only unless told otherwise; labels are bounded
+(signal kinds and reasons, never request ids or file names).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+__all__ = ["SelfMetrics", "serve"]
+
+log = logging.getLogger(__name__)
+
+
+class SelfMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.log_lines_read = Counter(
+            "triton_obs_log_lines_read", "Verbose-log lines read by the collector", registry=r
+        )
+        self.log_lines_skipped = Counter(
+            "triton_obs_log_lines_skipped",
+            "Log lines skipped, by reason (uninteresting info lines are not counted)",
+            ["reason"],
+            registry=r,
+        )
+        self.scrape_failures = Counter(
+            "triton_obs_scrape_failures", "Failed scrapes, by signal", ["signal"], registry=r
+        )
+        self.target_up = Gauge(
+            "triton_obs_target_up", "1 when the last scrape of the signal worked", ["signal"],
+            registry=r,
+        )  # fmt: skip
+        self.events_stored = Counter(
+            "triton_obs_events_stored", "Records written to the store, by table", ["part"],
+            registry=r,
+        )  # fmt: skip
+        self.store_errors = Counter(
+            "triton_obs_store_errors", "Failed store writes, by reason", ["reason"], registry=r
+        )
+        self.tail_lag_bytes = Gauge(
+            "triton_obs_tail_lag_bytes", "Log bytes written but not yet read", registry=r
+        )
+        self.store_bytes = Gauge("triton_obs_store_bytes", "Size of the store file", registry=r)
+        self.last_cycle = Gauge(
+            "triton_obs_collector_last_cycle_timestamp_seconds",
+            "When the collector last finished a cycle (for a lagging-collector alert)",
+            registry=r,
+        )
+        self.otlp_spans = Counter(
+            "triton_obs_otlp_spans_received", "Spans received on the OTLP endpoint", registry=r
+        )
+
+
+def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:
+    """Serve the registry; returns the bound port (``port=0`` picks a free one)."""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, port)
+    server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    return int(server.server_address[1])
