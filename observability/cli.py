@@ -191,19 +191,23 @@ def capture(
     duration: Annotated[float, typer.Option(min=0.1, help="seconds to record")] = 30.0,
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between snapshots")] = 1.0,
     log_from_start: Annotated[bool, typer.Option(help="copy the whole log")] = False,
+    otlp_port: Annotated[
+        int | None, typer.Option(help="also receive OTLP/HTTP spans on 127.0.0.1:PORT")
+    ] = None,
 ) -> None:
     """Record a bundle (log, traces, /metrics and stats snapshots) from a live Triton."""
     from observability.bundle import CaptureConfig
     from observability.bundle import capture as run_capture
 
-    if not any((url, metrics_url, log, trace)):
-        raise _fail("nothing to capture: give --url, --metrics-url, --log or --trace")
+    if not any((url, metrics_url, log, trace, otlp_port is not None)):
+        raise _fail("nothing to capture: give --url, --metrics-url, --log, --trace or --otlp-port")
     for path in (log,):
         if path is not None and not path.is_file():
             raise _fail(f"log file {path} does not exist")
     cfg = CaptureConfig(
         out=out, url=url, metrics_url=metrics_url, log=log, trace=trace,
         duration_s=duration, interval_s=interval, log_from_start=log_from_start,
+        otlp_port=otlp_port,
     )  # fmt: skip
     try:
         with console.status(f"capturing for {duration:g} s…"):

@@ -36,6 +36,8 @@ class CaptureConfig:
     duration_s: float = 30.0
     interval_s: float = 1.0
     timeout_s: float = 2.0
+    otlp_port: int | None = None
+    """Receive OTLP/HTTP on 127.0.0.1:PORT during the window; requests land in ``otlp/``."""
     log_utc_offset_s: int = 0
     """The zone of the log's wall-clock stamps. Triton 2.51 writes UTC whatever ``TZ`` says
     (seen with TZ=America/New_York); give the offset for a build that logs local time."""
@@ -50,6 +52,7 @@ class CaptureResult:
     stats: int = 0
     traces: int = 0
     log_bytes: int = 0
+    otlp_url: str = ""
     failures: list[str] = field(default_factory=list)
 
 
@@ -83,6 +86,13 @@ def capture(
             triton_version = str(json.loads(_get(f"{cfg.url}/v2", cfg.timeout_s))["version"])
         except (urllib.error.URLError, OSError, ValueError, KeyError) as err:
             result.failures.append(f"server metadata: {err}")
+    receiver = None
+    if cfg.otlp_port is not None:
+        from collectors.otlp import OtlpReceiver
+
+        (out / "otlp").mkdir(exist_ok=True)
+        receiver = OtlpReceiver(port=cfg.otlp_port, keep_dir=out / "otlp").start()
+        result.otlp_url = receiver.url
     deadline = time.monotonic() + cfg.duration_s
     while True:
         tick = time.monotonic()
@@ -106,6 +116,8 @@ def capture(
         if tick >= deadline:
             break
         time.sleep(max(0.0, min(cfg.interval_s - (time.monotonic() - tick), deadline - tick)))
+    if receiver is not None:
+        receiver.stop()
     if cfg.log is not None:
         try:
             with cfg.log.open("rb") as src, (out / "triton.log").open("wb") as dst:
@@ -135,6 +147,7 @@ def capture(
             "log_start_offset": log_start,
             "trace": str(cfg.trace) if cfg.trace else None,
             "interval_s": cfg.interval_s,
+            "otlp": result.otlp_url or None,
         },
         clock={
             "epoch_ns_minus_monotonic_ns": clock,

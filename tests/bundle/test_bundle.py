@@ -147,3 +147,39 @@ def test_broken_parts_are_skipped_with_notes(tmp_path: Path) -> None:
     assert [s.to_state for s in states] == ["PENDING"]
     assert len(samples) == 1 and samples[0][2].value == 3
     assert [s.request_id for s in spans] == ["x"]
+
+
+def test_capture_keeps_otlp_requests_and_ingest_reads_them(tmp_path: Path) -> None:
+    """Spans exported by the real OpenTelemetry SDK during the window end up in the store."""
+    import socket
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "bundle"
+
+    def export() -> None:
+        provider = TracerProvider(resource=Resource.create({"service.name": "router"}))
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=5)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with provider.get_tracer("t").start_as_current_span("bls router->detector") as span:
+            span.set_attribute("triton.child.model", "detector")
+        provider.shutdown()
+
+    timer = threading.Timer(0.6, export)
+    timer.start()
+    result = capture(CaptureConfig(out=out, otlp_port=port, duration_s=2.5, interval_s=0.5))
+    timer.join(timeout=20)
+    assert result.otlp_url.endswith(str(port))
+    assert list((out / "otlp").glob("*.json"))
+    with Store(tmp_path / "s.db") as store:
+        report = ingest(out, store)
+        spans = list(store.otlp_spans())
+    assert report.inserted.get("otlp") == 1
+    assert spans[0].name == "bls router->detector" and spans[0].service == "router"
+    assert spans[0].attribute("triton.child.model") == "detector"

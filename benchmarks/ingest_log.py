@@ -1,0 +1,66 @@
+"""Ingest of a synthetic 1,000,000-line verbose log into a fresh store: lines/s and size.
+
+The baseline is parsing alone in the same process, so the ratio is the share of the parse
+rate that survives storing (SQLite, batched, idempotent keys).
+Run: ``python -m benchmarks.ingest_log [--lines N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.log_parse import synthesise
+from collectors.logs.parser import parse_lines
+from observability.store import Store
+
+__all__ = ["main"]
+
+_BATCH = 5000
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    args = parser.parse_args(argv)
+    lines = synthesise(args.lines)
+    gc.collect()
+    t0 = time.perf_counter()
+    n_records = sum(1 for _ in parse_lines(lines, year=2026))
+    parse_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.db"
+        with Store(path) as store:
+            gc.collect()
+            t0 = time.perf_counter()
+            batch: list[object] = []
+            for record in parse_lines(lines, year=2026):
+                batch.append(record)
+                if len(batch) >= _BATCH:
+                    store.write(batch, source="bench")
+                    batch = []
+            store.write(batch, source="bench")
+            ingest_s = time.perf_counter() - t0
+            size = path.stat().st_size + sum(
+                p.stat().st_size for p in path.parent.glob("bench.db-*")
+            )
+    result = {
+        "bench": "ingest_log_lines",
+        "value": round(len(lines) / ingest_s),
+        "unit": "lines/s",
+        "baseline": round(len(lines) / parse_s),
+        "ratio": round(parse_s / ingest_s, 3),
+        "records": n_records,
+        "store_bytes": size,
+        "bytes_per_line": round(size / len(lines), 1),
+    }
+    print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
