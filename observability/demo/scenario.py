@@ -136,8 +136,12 @@ class Scenario:
         steps: tuple[Step, ...] = DEMO_STEPS,
         on_event: Callable[[str], None] | None = None,
         run_dir: Path | None = None,
+        healthy_twin: bool = False,
     ) -> None:
+        """``healthy_twin`` sends the same requests at the same times with no fault asked for
+        (and a real but eager reload for cold start): the load a detector must stay quiet on."""
         self.url = url
+        self.healthy_twin = healthy_twin
         self.run_dir = run_dir
         self.steps = steps
         self.injections: list[Injection] = []
@@ -168,6 +172,8 @@ class Scenario:
             if step.fault == "cold_start":
                 self._reload(injection)
                 continue
+            if step.fault == "ensemble_fanout" and self.healthy_twin:
+                continue
             if step.fault == "ensemble_fanout":
                 t = threading.Thread(target=self._ensemble, args=(injection,), daemon=True)
                 t.start()
@@ -182,7 +188,8 @@ class Scenario:
 
     def _reload(self, injection: Injection) -> None:
         try:
-            set_cold_start(self.url, float(injection.step.params.get("cold_start_s", "4")))
+            seconds = float(injection.step.params.get("cold_start_s", "4"))
+            set_cold_start(self.url, 0.001 if self.healthy_twin else seconds)
         except Exception as err:
             injection.error = str(err)[:200]
 
@@ -226,7 +233,7 @@ class Scenario:
                 inputs_for(step.model, random.Random(index)),
                 request_id=f"demo-{step.fault}-{index}",
                 fault=step.fault,
-                parameters={"fault": step.fault, **step.params},
+                parameters=None if self.healthy_twin else {"fault": step.fault, **step.params},
             )
         finally:
             client.close()

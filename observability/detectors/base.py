@@ -1,0 +1,41 @@
+"""The detector protocol and the registry that runs every detector over a window."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from observability.detectors.window import Window
+from observability.findings import Finding
+
+__all__ = ["Detector", "run_detectors"]
+
+log = logging.getLogger(__name__)
+
+
+class Detector(Protocol):
+    """One pathology. ``detect`` is pure over the window; settings live on the instance."""
+
+    kind: str
+
+    def detect(self, window: Window) -> list[Finding]: ...
+
+
+def run_detectors(detectors: Iterable[Detector], window: Window) -> list[Finding]:
+    """Every detector's findings; a detector that raises is logged and skipped, so one bug
+    never hides the other findings."""
+    out: list[Finding] = []
+    for detector in detectors:
+        try:
+            out.extend(detector.detect(window))
+        except Exception:
+            log.exception("detector %s failed", getattr(detector, "kind", detector))
+    return sorted(out, key=lambda f: (-f.severity.rank, f.first_seen_ns, f.kind, f.model))
+
+
+def by_kind(findings: Sequence[Finding]) -> dict[str, list[Finding]]:
+    grouped: dict[str, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.kind, []).append(finding)
+    return grouped

@@ -1,0 +1,122 @@
+"""A read-only view of the signals between two instants: what every detector reads.
+
+Detectors are pure over a window: the same window gives the same findings, live (``watch``
+evaluates at the wall clock) or offline (``analyze`` evaluates at the bundle's end). A window
+is backed by the store, or by plain event lists in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from observability import events as ev
+from observability.store import Store
+
+__all__ = ["Window"]
+
+
+@dataclass
+class Window:
+    since_ns: int
+    until_ns: int
+    """The evaluation instant ("now"): a request open at ``until_ns`` is still open."""
+    store: Store | None = None
+    events: Sequence[object] = field(default_factory=tuple)
+    """Used instead of a store (tests, in-memory pipelines)."""
+    clock_offset_ns: int | None = None
+    """``epoch - monotonic`` of the Triton host: turns trace-file timestamps into epoch."""
+
+    # -- log ---------------------------------------------------------------------------
+    @cached_property
+    def _logs(self) -> list[object]:
+        if self.store is not None:
+            return list(self.store.log_records(since_ns=self.since_ns, until_ns=self.until_ns + 1))
+        return sorted(
+            (e for e in self.events if _is_log(e) and self.since_ns <= _at(e) <= self.until_ns),
+            key=_at,
+        )
+
+    def logs(self, *kinds: type) -> list[object]:
+        """Log records of the given classes (all when none), in time order."""
+        if not kinds:
+            return list(self._logs)
+        return [e for e in self._logs if isinstance(e, kinds)]
+
+    # -- metrics and stats -------------------------------------------------------------
+    def samples(self, name: str) -> list[tuple[str, int, ev.MetricSample]]:
+        """``(target, at_ns, sample)`` of one sample name, in time order."""
+        if self.store is not None:
+            return list(self.store.metric_samples(name, self.since_ns, self.until_ns + 1))
+        out = [
+            (e.target, e.at_ns, s)
+            for e in self.events
+            if isinstance(e, ev.MetricsScrape) and self.since_ns <= e.at_ns <= self.until_ns
+            for s in e.samples
+            if s.name == name
+        ]
+        return sorted(out, key=lambda row: row[1])
+
+    @cached_property
+    def model_stats(self) -> list[ev.ModelStats]:
+        source: Iterable[object] = (
+            self.store.model_stats() if self.store is not None else self.events
+        )
+        return [
+            e
+            for e in source
+            if isinstance(e, ev.ModelStats) and self.since_ns <= e.at_ns <= self.until_ns
+        ]
+
+    @cached_property
+    def scrapes(self) -> list[ev.ScrapeStatus]:
+        source: Iterable[object] = self.store.scrapes() if self.store is not None else self.events
+        return [
+            e
+            for e in source
+            if isinstance(e, ev.ScrapeStatus) and self.since_ns <= e.at_ns <= self.until_ns
+        ]
+
+    # -- spans -------------------------------------------------------------------------
+    @cached_property
+    def trace_spans(self) -> list[ev.TraceSpan]:
+        """Trace-file spans (monotonic clock; see :meth:`trace_epoch_ns`). Not time-filtered
+        unless the clock offset is known."""
+        source: Iterable[object] = (
+            self.store.trace_spans() if self.store is not None else self.events
+        )
+        spans = [e for e in source if isinstance(e, ev.TraceSpan)]
+        if self.clock_offset_ns is None:
+            return spans
+        return [s for s in spans if self._in_window(s)]
+
+    def _in_window(self, span: ev.TraceSpan) -> bool:
+        stamps = [ns for _, ns in span.timestamps]
+        if not stamps:
+            return False
+        start = self.trace_epoch_ns(min(stamps))
+        return start is not None and self.since_ns <= start <= self.until_ns
+
+    def trace_epoch_ns(self, monotonic_ns: int) -> int | None:
+        return None if self.clock_offset_ns is None else monotonic_ns + self.clock_offset_ns
+
+    @cached_property
+    def otlp_spans(self) -> list[ev.OtlpSpan]:
+        source: Iterable[object] = (
+            self.store.otlp_spans() if self.store is not None else self.events
+        )
+        return [
+            e
+            for e in source
+            if isinstance(e, ev.OtlpSpan) and self.since_ns <= e.start_ns <= self.until_ns
+        ]
+
+
+def _is_log(event: object) -> bool:
+    return hasattr(event, "header") or isinstance(event, ev.StubOutput)
+
+
+def _at(event: object) -> int:
+    header = getattr(event, "header", None)
+    return int(header.at_ns if header is not None else getattr(event, "at_ns", 0))
