@@ -10,6 +10,9 @@ while its execute holds that only instance. The child sits PENDING in generate's
 its own parent; nothing can ever run it. So that the lab server stays usable, the parent stops
 waiting after ``deadlock_s`` (default 600) and answers an error; the instance is then free, the
 queued child runs, and its response is discarded by the (still blocked) helper thread.
+
+Instrumented with ``observability.bls``: the self-call is reported as a hung BLS call once it
+passes ``TRITON_OBS_DEADLINE_S`` — while it is still deadlocked.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import json
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+
+from observability import bls
 
 _DEFAULT_MAX_TOKENS = 8
 _LIMIT_MAX_TOKENS = 1024
@@ -57,11 +62,13 @@ class TritonPythonModel:
     """PROMPT_IDS INT64 [-1], MAX_TOKENS INT32 [1] (optional, default 8) -> TOKEN_IDS INT64 [-1]."""
 
     def initialize(self, args: dict) -> None:
+        bls.setup(args)
         # Threads that wait on a self-call; one stays blocked per deadlock until the child runs.
         self._waiters = concurrent.futures.ThreadPoolExecutor(
             max_workers=4, thread_name_prefix="generate-deadlock"
         )
 
+    @bls.traced_execute
     def execute(self, requests: list) -> list:
         return [self._handle(request) for request in requests]
 
@@ -92,7 +99,7 @@ class TritonPythonModel:
                 trace=request.trace(),
                 parameters=child_params,
             )
-            response = child.exec()
+            response = bls.exec(request, child)
             if response.has_error():
                 return _error(f"generate: decoder step {step}: {response.error().message()}")
             out = pb_utils.get_output_tensor_by_name(response, "TOKEN_IDS")
@@ -115,7 +122,7 @@ class TritonPythonModel:
             trace=request.trace(),
             # No `fault` for the child: once it finally runs, it is a plain 1-token request.
         )
-        pending = self._waiters.submit(child.exec)
+        pending = self._waiters.submit(bls.exec, request, child)
         try:
             response = pending.result(timeout=wait_s)
         except concurrent.futures.TimeoutError:
@@ -130,3 +137,4 @@ class TritonPythonModel:
 
     def finalize(self) -> None:
         self._waiters.shutdown(wait=False, cancel_futures=True)
+        bls.shutdown()

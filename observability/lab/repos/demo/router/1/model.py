@@ -20,6 +20,9 @@ forwarded to the BLS children, which act on the faults that concern them:
   prints "Exception in callback ..." and the router gives up after ``callback_wait_s``.
 * ``task_error``: a fire-and-forget task raises and is never awaited; asyncio prints "Task
   exception was never retrieved" and the router answers an error (its result is missing).
+
+Instrumented with ``observability.bls`` (``TRITON_OBS_*`` settings): a span per request and per
+BLS call, callback and task; hung calls reported while hung; ``triton_obs_bls_*`` on /metrics.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import json
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+
+from observability import bls
 
 _MAX_FANOUT = 4096
 
@@ -73,6 +78,13 @@ def _output(response, name: str) -> np.ndarray:
 class TritonPythonModel:
     """RAW FP32 [-1] -> SCORES FP32 [-1], BOXES FP32 [-1]."""
 
+    def initialize(self, args: dict) -> None:
+        bls.setup(args)
+
+    def finalize(self) -> None:
+        bls.shutdown()
+
+    @bls.traced_execute
     async def execute(self, requests: list) -> list:
         return list(await asyncio.gather(*(self._handle(request) for request in requests)))
 
@@ -103,8 +115,8 @@ class TritonPythonModel:
         )
 
     @staticmethod
-    async def _call(child, model: str):
-        response = await child.async_exec()
+    async def _call(parent, child, model: str):
+        response = await bls.async_exec(parent, child)
         if response.has_error():
             raise ChildError(f"{model}: {response.error().message()}")
         return response
@@ -136,6 +148,7 @@ class TritonPythonModel:
 
         raw = pb_utils.get_input_tensor_by_name(request, "RAW").as_numpy()
         pre = await self._call(
+            request,
             self._child(
                 request,
                 "preprocess",
@@ -151,27 +164,28 @@ class TritonPythonModel:
         if fault == "fanout":
             n = int(min(max(_knob(params, "fanout_n", 64), 1), _MAX_FANOUT))
             responses = await asyncio.gather(
-                self._call(classifier_req(), "classifier"),
-                *(self._call(detector_req(f"detector.{i}"), "detector") for i in range(n)),
+                self._call(request, classifier_req(), "classifier"),
+                *(self._call(request, detector_req(f"detector.{i}"), "detector") for i in range(n)),
             )
             return _output(responses[0], "SCORES"), _output(responses[1], "BOXES")
 
         if fault == "callback":
             return await self._callback_fault(
-                classifier_req(), detector_req(), _knob(params, "callback_wait_s", 10.0)
+                request, classifier_req(), detector_req(), _knob(params, "callback_wait_s", 10.0)
             )
 
         if fault == "task_error":
             return await self._task_error_fault(
-                classifier_req(), detector_req(), _knob(params, "callback_wait_s", 10.0)
+                request, classifier_req(), detector_req(), _knob(params, "callback_wait_s", 10.0)
             )
 
         scores_resp, boxes_resp = await asyncio.gather(
-            self._call(classifier_req(), "classifier"), self._call(detector_req(), "detector")
+            self._call(request, classifier_req(), "classifier"),
+            self._call(request, detector_req(), "detector"),
         )
         return _output(scores_resp, "SCORES"), _output(boxes_resp, "BOXES")
 
-    async def _callback_fault(self, classifier_req, detector_req, wait_s: float):
+    async def _callback_fault(self, request, classifier_req, detector_req, wait_s: float):
         """The classifier result is delivered by a done-callback that raises before delivering."""
         loop = asyncio.get_running_loop()
         scores: asyncio.Future = loop.create_future()
@@ -182,8 +196,10 @@ class TritonPythonModel:
             # logs "Exception in callback ..." and `scores` is never resolved.
             scores.set_result(outputs["LOGITS"].as_numpy())
 
-        asyncio.ensure_future(classifier_req.async_exec()).add_done_callback(deliver)
-        boxes = _output(await self._call(detector_req, "detector"), "BOXES")
+        asyncio.ensure_future(bls.async_exec(request, classifier_req)).add_done_callback(
+            bls.callback(deliver)
+        )
+        boxes = _output(await self._call(request, detector_req, "detector"), "BOXES")
         try:
             return await asyncio.wait_for(scores, timeout=wait_s), boxes
         except TimeoutError:
@@ -191,17 +207,17 @@ class TritonPythonModel:
                 f"classifier result not delivered within {wait_s:g} s (done-callback failed?)"
             ) from None
 
-    async def _task_error_fault(self, classifier_req, detector_req, wait_s: float):
+    async def _task_error_fault(self, request, classifier_req, detector_req, wait_s: float):
         """A fire-and-forget task fills a result slot, raises instead, and is never awaited."""
         results: dict[str, np.ndarray] = {}
 
         async def fetch_scores() -> None:
-            response = await classifier_req.async_exec()
+            response = await bls.async_exec(request, classifier_req)
             outputs = {tensor.name(): tensor for tensor in response.output_tensors()}
             results["scores"] = outputs["LOGITS"].as_numpy()  # Bug: KeyError, output is SCORES
 
-        task = asyncio.ensure_future(fetch_scores())  # fire-and-forget: never awaited
-        boxes = _output(await self._call(detector_req, "detector"), "BOXES")
+        task = bls.task(fetch_scores())  # fire-and-forget: never awaited
+        boxes = _output(await self._call(request, detector_req, "detector"), "BOXES")
         # Bounded wait for determinism only; asyncio.wait() does not retrieve the exception.
         await asyncio.wait({task}, timeout=wait_s)
         del task

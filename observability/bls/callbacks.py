@@ -1,0 +1,125 @@
+"""Callbacks and tasks around BLS calls: a span each, and their exceptions with tracebacks.
+
+Why: an exception in an asyncio done-callback or a never-awaited task does not fail the request;
+asyncio prints it to stderr (into Triton's log, without a prefix) and the awaited result never
+arrives. The wrappers record the exception on a span and count it, then re-raise, so asyncio
+behaves exactly as before (the same "Exception in callback" / "Task exception was never
+retrieved" lines). The loop's exception handler catches what nobody wrapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from observability.bls.calls import _TASK_CALLS, Instrumenter
+
+__all__ = ["install_exception_handler", "wrap_callback", "wrap_task"]
+
+T = TypeVar("T")
+_MARK = "__triton_obs_reported__"
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def _record(inst: Instrumenter, span: Any, exc: BaseException, kind: str) -> None:
+    inst.metrics.add("triton_obs_bls_callback_errors", inst.metrics.own(kind))
+    if span.is_recording():
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+    with contextlib.suppress(Exception):
+        setattr(exc, _MARK, True)
+
+
+def wrap_callback(inst: Instrumenter, fn: Callable[..., T]) -> Callable[..., T]:
+    """``fn`` with a span per invocation, parented on the BLS call whose task it is called with
+    (``ensure_future(bls.async_exec(...)).add_done_callback(bls.callback(fn))``), else on the
+    context current when it was wrapped."""
+    wrapped_in = otel_context.get_current()
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        ctx = wrapped_in
+        if args and isinstance(args[0], asyncio.Future):
+            call = _TASK_CALLS.get(args[0])
+            if call is not None:
+                ctx = otel_trace.set_span_in_context(call.span)
+        span = inst.tracer.start_span(
+            f"bls.callback {_name(fn)}",
+            context=ctx,
+            kind=SpanKind.INTERNAL,
+            attributes={**inst._base_attrs, "triton.bls.callback": _name(fn)},
+        )
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as exc:
+            _record(inst, span, exc, "callback")
+            raise
+        finally:
+            span.end()
+
+    return wrapper
+
+
+def wrap_task(inst: Instrumenter, coro: Coroutine[Any, Any, T], name: str | None = None) -> Any:
+    """``asyncio.ensure_future(coro)`` under a span; BLS calls inside it become its children."""
+    label = name or _name(coro)
+
+    async def run() -> T:
+        span = inst.tracer.start_span(
+            f"bls.task {label}",
+            kind=SpanKind.INTERNAL,
+            attributes={**inst._base_attrs, "triton.bls.task": label},
+        )
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        try:
+            return await coro
+        except asyncio.CancelledError:
+            span.set_attribute("triton.bls.outcome", "cancelled")
+            raise
+        except BaseException as exc:
+            _record(inst, span, exc, "task")
+            raise
+        finally:
+            otel_context.detach(token)
+            span.end()
+
+    return asyncio.ensure_future(run())
+
+
+def install_exception_handler(inst: Instrumenter, loop: asyncio.AbstractEventLoop) -> None:
+    """Record exceptions asyncio reports that no wrapper saw, then let asyncio print them."""
+    previous = loop.get_exception_handler()
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, BaseException) and not getattr(exc, _MARK, False):
+            span = inst.tracer.start_span(
+                "bls.asyncio.error",
+                kind=SpanKind.INTERNAL,
+                attributes={
+                    **inst._base_attrs,
+                    "triton.bls.asyncio.message": str(context.get("message", ""))[:500],
+                },
+            )
+            _record(inst, span, exc, "asyncio")
+            span.end()
+        if previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
+def noop_task(coro: Awaitable[T]) -> Any:
+    return asyncio.ensure_future(coro)

@@ -1,0 +1,182 @@
+"""``triton_obs_bls_*`` metrics: counted locally on the hot path, published to Triton's /metrics.
+
+Why local counting: every ``pb_utils`` metric operation is a blocking round trip from the stub
+to the Triton process, far too slow for each BLS call; so calls only bump Python dicts and the
+watchdog thread pushes the deltas about once a second. Why an ``instance`` label everywhere:
+all instances of a model share a metric family in Triton, and a label set shared by two stubs
+would be one series that the first stub to finalize deletes for everyone.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CATALOGUE", "BlsMetrics", "MetricSpec", "Publisher"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One published family: its name, kind (``COUNTER``/``GAUGE``), labels and meaning."""
+
+    name: str
+    kind: str
+    labels: tuple[str, ...]
+    help: str
+
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "triton_obs_bls_calls",
+        "COUNTER",
+        ("parent", "instance", "child", "outcome"),
+        "BLS calls finished, by parent->child edge and outcome (ok|error|exception|cancelled)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_inflight",
+        "GAUGE",
+        ("model", "instance"),
+        "BLS calls in flight in this instance (waiting for or holding an executor thread)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_inflight_peak",
+        "GAUGE",
+        ("model", "instance"),
+        "Most BLS calls ever in flight at once in this instance (survives short bursts)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_executor_waiting",
+        "GAUGE",
+        ("model", "instance"),
+        "async_exec calls queued for an asyncio executor thread right now",
+    ),
+    MetricSpec(
+        "triton_obs_bls_executor_wait_seconds",
+        "COUNTER",
+        ("model", "instance"),
+        "Total seconds async_exec calls waited for an asyncio executor thread",
+    ),
+    MetricSpec(
+        "triton_obs_bls_executor_waits",
+        "COUNTER",
+        ("model", "instance"),
+        "async_exec calls whose executor wait was measured (divide the seconds by this)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_thread_pool_capacity",
+        "GAUGE",
+        ("model", "instance", "pool"),
+        "Threads BLS calls can hold: pool=python_backend (thread-pool-size) or asyncio_executor",
+    ),
+    MetricSpec(
+        "triton_obs_bls_hung",
+        "GAUGE",
+        ("parent", "instance", "child"),
+        "BLS calls in flight past the deadline right now",
+    ),
+    MetricSpec(
+        "triton_obs_bls_hung_calls",
+        "COUNTER",
+        ("parent", "instance", "child"),
+        "BLS calls that were ever reported hung",
+    ),
+    MetricSpec(
+        "triton_obs_bls_callback_errors",
+        "COUNTER",
+        ("model", "instance", "kind"),
+        "Exceptions raised by callbacks and tasks (kind=callback|task|asyncio)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_dropped_spans",
+        "COUNTER",
+        ("model", "instance", "reason"),
+        "Spans not exported (reason=queue_full|export_failed|shutdown)",
+    ),
+)
+_SPECS = {spec.name: spec for spec in CATALOGUE}
+
+
+class BlsMetrics:
+    """Hot-path counters and gauges: plain dict updates under a lock, no I/O."""
+
+    def __init__(self, model: str, instance: str) -> None:
+        self.model = model
+        self.instance = instance
+        self._lock = threading.Lock()
+        self.counters: dict[tuple[str, tuple[str, ...]], float] = {}
+        self.gauges: dict[tuple[str, tuple[str, ...]], float] = {}
+
+    def add(self, name: str, labels: tuple[str, ...], value: float = 1.0) -> None:
+        key = (name, labels)
+        with self._lock:
+            self.counters[key] = self.counters.get(key, 0.0) + value
+
+    def set(self, name: str, labels: tuple[str, ...], value: float) -> None:
+        self.gauges[(name, labels)] = value
+
+    def own(self, *extra: str) -> tuple[str, ...]:
+        """Labels ``(model, instance, *extra)``."""
+        return (self.model, self.instance, *extra)
+
+    def edge(self, child: str, *extra: str) -> tuple[str, ...]:
+        """Labels ``(parent, instance, child, *extra)``."""
+        return (self.model, self.instance, child, *extra)
+
+    def snapshot(self) -> tuple[dict, dict]:
+        with self._lock:
+            return dict(self.counters), dict(self.gauges)
+
+
+class Publisher:
+    """Pushes :class:`BlsMetrics` to ``pb_utils.MetricFamily``; a no-op outside Triton.
+
+    Called from one thread only (the watchdog). Any failure of the metrics API disables
+    publishing for good, with one line on stderr, rather than disturbing the model.
+    """
+
+    def __init__(self, metrics: BlsMetrics, pb_utils: Any | None) -> None:
+        self._metrics = metrics
+        self._pb = pb_utils
+        self._families: dict[str, Any] = {}
+        self._series: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._published: dict[tuple[str, tuple[str, ...]], float] = {}
+        self.enabled = pb_utils is not None and hasattr(pb_utils, "MetricFamily")
+
+    def _series_for(self, name: str, labels: tuple[str, ...]) -> Any:
+        key = (name, labels)
+        series = self._series.get(key)
+        if series is None:
+            spec = _SPECS[name]
+            family = self._families.get(name)
+            if family is None:
+                kind = getattr(self._pb.MetricFamily, spec.kind)
+                family = self._pb.MetricFamily(name=name, description=spec.help, kind=kind)
+                self._families[name] = family
+            series = family.Metric(labels=dict(zip(spec.labels, labels, strict=True)))
+            self._series[key] = series
+        return series
+
+    def publish(self) -> None:
+        if not self.enabled:
+            return
+        counters, gauges = self._metrics.snapshot()
+        try:
+            for key, total in counters.items():
+                delta = total - self._published.get(key, 0.0)
+                if delta > 0:
+                    self._series_for(*key).increment(delta)
+                    self._published[key] = total
+            for key, value in gauges.items():
+                if self._published.get(key) != value:
+                    self._series_for(*key).set(value)
+                    self._published[key] = value
+        except Exception as exc:  # the metrics API must never hurt the model
+            self.enabled = False
+            print(f"triton-obs bls: metrics disabled: {exc!r}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Drop the series and families (Triton removes them from /metrics)."""
+        self._series.clear()
+        self._families.clear()

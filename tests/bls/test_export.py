@@ -1,0 +1,107 @@
+"""Export never blocks the model: an endpoint that is down or stalled only costs dropped spans."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from observability import bls
+from observability.bls.export import BoundedBatchProcessor
+from tests.bls.fakes import FakePbUtils, FakeRequest
+from tests.bls.otlp_receiver import OtlpReceiver
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoint_down_every_call_succeeds_and_drops_are_counted() -> None:
+    bls.setup(
+        pb_utils=FakePbUtils,
+        model="m",
+        endpoint=f"http://127.0.0.1:{_closed_port()}/v1/traces",
+        queue_size=8,
+        batch_size=4,
+        export_timeout_s=0.2,
+        flush_interval_s=0.05,
+    )
+    try:
+        for i in range(50):
+            assert not bls.exec(
+                FakeRequest("router", "d"), FakeRequest("detector", f"d.{i}")
+            ).has_error()
+    finally:
+        inst = bls.active()
+        bls.shutdown(2.0)
+    dropped = sum(
+        v for (name, _), v in inst.metrics.counters.items() if name.endswith("dropped_spans")
+    )
+    assert dropped == 50
+    assert FakePbUtils.value("triton_obs_bls_dropped_spans", model="m") == 50
+
+
+def test_stalled_endpoint_fills_the_queue_not_the_model() -> None:
+    with OtlpReceiver(stall_s=3.0) as rx:
+        bls.setup(
+            pb_utils=FakePbUtils,
+            model="s",
+            endpoint=rx.endpoint,
+            queue_size=16,
+            batch_size=8,
+            export_timeout_s=1.0,
+        )
+        inst = bls.active()
+        for i in range(200):
+            bls.exec(FakeRequest("router", "s"), FakeRequest("detector", f"s.{i}"))
+        full = inst.metrics.counters.get(
+            ("triton_obs_bls_dropped_spans", ("s", "unknown", "queue_full"))
+        )
+        bls.shutdown(1.0)
+    assert full is not None and full >= 200 - 16 - 8
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def export(self, batch: list) -> object:
+        self.batches.append(len(batch))
+        return type("R", (), {"name": "SUCCESS"})()
+
+    def shutdown(self) -> None:
+        pass
+
+
+class _Span:
+    class context:
+        class trace_flags:
+            sampled = True
+
+
+def test_processor_in_a_forked_child_starts_clean() -> None:
+    exporter = _Recorder()
+    proc = BoundedBatchProcessor(exporter, lambda r, n: None, queue_size=4, interval_s=0.05)
+    for _ in range(3):
+        proc.on_end(_Span())  # the parent's worker thread is running now
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh queue and worker, the parent's spans are not re-sent
+        ok = False
+        try:
+            proc.on_end(_Span())
+            ok = proc.force_flush(5000) and sum(exporter.batches) >= 1 and not proc._queue
+        finally:
+            os._exit(0 if ok else 1)
+    for _ in range(100):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        status = -1
+    proc.shutdown(1.0)
+    assert status == 0
