@@ -294,6 +294,95 @@ def collect(
     console.print(f"stored {stored}")
 
 
+@app.command()
+def analyze(
+    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
+    format: Annotated[str, typer.Option("--format", help="json, table or markdown")] = "table",
+    store: Annotated[
+        Path | None, typer.Option(help="keep the ingested store here (default: temporary)")
+    ] = None,
+) -> None:
+    """Find pathologies in a bundle offline; --format json prints only the JSON array."""
+    from observability.analyze import analyze_bundle
+    from observability.bundle import BundleError
+    from observability.report import findings_json, findings_markdown, findings_table
+    from observability.store import StoreError
+
+    if format not in ("json", "table", "markdown"):
+        raise _fail(f"unknown format {format!r}: json, table or markdown")
+    try:
+        result = analyze_bundle(bundle, store)
+    except (BundleError, StoreError) as err:
+        raise _fail(str(err)) from None
+    for note in result.notes[:20]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    if format == "json":
+        typer.echo(findings_json(result.findings))
+    elif format == "markdown":
+        typer.echo(findings_markdown(result.findings))
+    else:
+        console.print(findings_table(result.findings, title=f"findings in {bundle}"))
+
+
+@app.command()
+def watch(
+    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
+    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
+    metrics_url: Annotated[
+        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
+    ] = None,
+    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file to tail")] = None,
+    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
+    otlp_port: Annotated[
+        int | None, typer.Option(help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
+    ] = None,
+    port: Annotated[int, typer.Option(help="serve /metrics on 127.0.0.1:PORT (0: any)")] = 9464,
+    deadline: Annotated[
+        float, typer.Option(min=0.1, help="seconds before a running request counts as hung")
+    ] = 10.0,
+    duration: Annotated[
+        float | None, typer.Option(min=0.1, help="stop after S seconds (default: Ctrl-C)")
+    ] = None,
+) -> None:
+    """Run collectors and detectors live, print each finding as it appears, serve /metrics."""
+    from rich.panel import Panel
+
+    from observability.collect import CollectConfig
+    from observability.store import StoreError
+    from observability.watch import WatchConfig, Watcher
+
+    if not any((url, metrics_url, log, trace, otlp_port is not None)):
+        raise _fail("nothing to watch: give --url, --metrics-url, --log, --trace or --otlp-port")
+    cfg = WatchConfig(
+        collect=CollectConfig(
+            store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
+            otlp_port=otlp_port, metrics_port=port,
+        ),
+        settings={"deadline_s": deadline},
+    )  # fmt: skip
+    try:
+        watcher = Watcher(cfg)
+        watcher.runner.start_servers()
+    except (StoreError, OSError) as err:
+        raise _fail(str(err)) from None
+    signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
+    console.print(f"metrics  http://127.0.0.1:{watcher.runner.metrics_port}/metrics")
+    console.print(f"watching; findings go to {store}; Ctrl-C stops")
+
+    def show(finding) -> None:
+        style = {"critical": "red", "warning": "yellow"}.get(finding.severity.value, "dim")
+        title = f"{finding.severity.value} {finding.kind} · {finding.model}"
+        if finding.request_id:
+            title += f" · {finding.request_id}"
+        console.print(
+            Panel(f"{finding.summary}\n[dim]{finding.advice}[/]", title=title, border_style=style)
+        )
+
+    with contextlib.suppress(KeyboardInterrupt):
+        watcher.run(duration_s=duration, on_new=show, on_error=lambda e: err_console.print(e))
+    console.print(f"{len(watcher.known)} findings active at exit")
+
+
 def main() -> None:
     app()
 

@@ -34,12 +34,11 @@ def source_of(line: Line) -> str:
     """The store's name for a log file: device, inode and first-bytes fingerprint.
 
     The fingerprint tells a copytruncated file (same inode, new first bytes) from the old
-    content. A file still shorter than the fingerprint span has a provisional identity
-    (``p``); lines read then and re-read after a restart may be stored twice (first 256 bytes
-    of a log only: Triton's start-up banner).
+    content. The tailer emits no line before the identity is final (its first line is
+    complete), so one file always has one name.
     """
     f = line.file
-    return f"log:{f.dev}:{f.inode}:{f.fingerprint if f.complete else 'p'}"
+    return f"log:{f.dev}:{f.inode}:{f.fingerprint}"
 
 
 class LogCollector:

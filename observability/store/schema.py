@@ -56,6 +56,15 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX otlp_spans_start ON otlp_spans (start_ns);
     """,
+    # 2: findings, as the detectors last saw them (one row per finding key).
+    """
+    CREATE TABLE findings (
+        key TEXT PRIMARY KEY, kind TEXT NOT NULL, model TEXT NOT NULL,
+        severity TEXT NOT NULL, first_seen_ns INTEGER NOT NULL, last_seen_ns INTEGER NOT NULL,
+        active INTEGER NOT NULL, body TEXT NOT NULL
+    );
+    CREATE INDEX findings_seen ON findings (last_seen_ns);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

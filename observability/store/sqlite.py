@@ -11,11 +11,12 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
 from observability import events as ev
+from observability.findings import Finding
 from observability.store.codec import decode, encode, kind_of
 from observability.store.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -177,6 +178,41 @@ class Store:
             return None
         return (1, 0) if cur.rowcount == 1 else (0, 1)
 
+    def save_findings(self, findings: Iterable[Finding]) -> None:
+        """Record the findings of one detection pass; those of earlier passes that are not
+        among them become inactive (resolved), with their history kept."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        rows = [
+            (json.dumps(f.key), f.kind, f.model, f.severity.value, f.first_seen_ns,
+             f.last_seen_ns, f.to_json())
+            for f in findings
+        ]  # fmt: skip
+        try:
+            with self._db:
+                self._db.execute("UPDATE findings SET active = 0")
+                self._db.executemany(
+                    "INSERT INTO findings VALUES (?,?,?,?,?,?,1,?) ON CONFLICT(key) DO UPDATE "
+                    "SET severity=excluded.severity, last_seen_ns=excluded.last_seen_ns, "
+                    "active=1, body=excluded.body, "
+                    "first_seen_ns=min(findings.first_seen_ns, excluded.first_seen_ns)",
+                    rows,
+                )
+        except sqlite3.OperationalError as err:
+            if "full" in str(err).lower():
+                raise StoreFullError(f"store {self.path} is full: {err}") from None
+            raise StoreError(f"writing findings to {self.path} failed: {err}") from None
+
+    def findings(self, active_only: bool = False) -> list[Finding]:
+        sql = "SELECT body, first_seen_ns FROM findings"
+        if active_only:
+            sql += " WHERE active = 1"
+        out = []
+        for body, first in self._db.execute(sql + " ORDER BY first_seen_ns"):
+            finding = Finding.from_dict(json.loads(body))
+            out.append(replace(finding, first_seen_ns=first))
+        return out
+
     # -- reading -----------------------------------------------------------------------
     def count(self, table: str) -> int:
         if table not in _TABLES:
@@ -304,4 +340,4 @@ _TIME_COLUMNS = {
     "model_stats": "at_ns",
     "otlp_spans": "start_ns",
 }
-_TABLES = {*_TIME_COLUMNS, "trace_spans"}
+_TABLES = {*_TIME_COLUMNS, "trace_spans", "findings"}

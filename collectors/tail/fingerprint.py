@@ -1,0 +1,118 @@
+"""File identity: which file a byte offset belongs to, across renames and truncations.
+
+A path names a file only until logrotate moves it, and an inode number is recycled as soon
+as a file is deleted, so the identity is ``(dev, inode)`` plus a fingerprint of the file's
+first bytes: a file renamed keeps its identity, a file truncated and rewritten in place
+(copytruncate) or a new file on a recycled inode gets a new one.
+
+The fingerprint covers the first line, at most ``FINGERPRINT_BYTES`` bytes of it: the
+span ends at the first ``\\n`` or after ``FINGERPRINT_BYTES`` bytes, whichever comes first.
+Why not always the first 256 bytes: the identity is half of the store's dedup key
+``(identity, offset)``, so it must be final *before the first line is emitted* and never
+change afterwards. A Triton log's first line is often shorter than 256 bytes and may be
+the only line for a while; waiting for 256 bytes would hold it back, and hashing "what
+there is so far" would give the same line a different key after a restart. Any emitted
+line implies the first line is complete (or that the file has 256 bytes), so the span is
+always complete by then.
+
+Until the span is complete (a file that is empty or holds only part of its first line)
+the identity is *provisional*: it hashes the bytes there are and is only used to recognise
+the file again in the checkpoint (at offset 0, where nothing can be lost). No line is ever
+emitted under a provisional identity.
+
+Limitation, documented: a file truncated and rewritten with a byte-identical first line
+is indistinguishable from the original; Triton's first lines carry a microsecond
+timestamp, which makes this practically impossible for its logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+
+__all__ = ["FINGERPRINT_BYTES", "FileIdentity", "head_identity", "locate", "matches"]
+
+FINGERPRINT_BYTES = 256
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """``(dev, inode)`` and the hash of the fingerprint span (see the module docstring).
+
+    ``fingerprint_len`` is how many leading bytes were hashed; ``complete`` is False for a
+    provisional identity.
+    """
+
+    dev: int
+    inode: int
+    fingerprint: str
+    fingerprint_len: int
+    complete: bool
+
+
+def _span(head: bytes) -> tuple[bytes, bool]:
+    nl = head.find(b"\n", 0, FINGERPRINT_BYTES)
+    if nl >= 0:
+        return head[: nl + 1], True
+    if len(head) >= FINGERPRINT_BYTES:
+        return head[:FINGERPRINT_BYTES], True
+    return head, False
+
+
+def head_identity(dev: int, inode: int, head: bytes) -> FileIdentity:
+    """Identity of a file on ``(dev, inode)`` whose first bytes are ``head``.
+
+    ``head`` is what the caller itself read from offset 0, so the identity describes
+    exactly the bytes that were turned into lines (no second read, no race).
+    """
+    span, complete = _span(head)
+    return FileIdentity(dev, inode, hashlib.sha256(span).hexdigest(), len(span), complete)
+
+
+def matches(fd: int, identity: FileIdentity) -> bool:
+    """True if the open file ``fd`` is on the identity's inode and starts with its span."""
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (identity.dev, identity.inode):
+        return False
+    if identity.fingerprint_len == 0:
+        return True
+    span = os.pread(fd, identity.fingerprint_len, 0)
+    if len(span) != identity.fingerprint_len:
+        return False
+    return hashlib.sha256(span).hexdigest() == identity.fingerprint
+
+
+def locate(
+    directory: str, identity: FileIdentity, skip: str | None = None
+) -> tuple[int, str, bool] | None:
+    """Find the identity's inode among ``directory``'s entries: ``(fd, path, same_content)``.
+
+    Why: a file rotated by rename while the collector was down still holds lines the
+    checkpoint has not covered; logrotate keeps it in the same folder under a new name, and
+    the inode finds it whatever that name is. ``same_content`` is False when the inode is
+    there but its first bytes changed (truncated and rewritten, or the inode was recycled):
+    the caller then reads it from 0 as a new file.
+    """
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.path == skip:
+            continue
+        try:
+            if entry.inode() != identity.inode or not entry.is_file(follow_symlinks=False):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_dev == identity.dev:
+                return fd, entry.path, matches(fd, identity)
+        except OSError:
+            pass
+        os.close(fd)
+    return None

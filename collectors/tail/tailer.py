@@ -1,0 +1,412 @@
+"""Follow one log path through rename rotation, copytruncate and restarts.
+
+Usage (the consumer decides the poll interval; ``poll`` never blocks or sleeps)::
+
+    tailer = Tailer("/var/log/triton.log", "/var/lib/obs/triton.log.ckpt")
+    while running:
+        lines = tailer.poll()
+        store.write(lines)          # dedups on (line.file, line.offset)
+        tailer.commit(lines)        # only now may the checkpoint move past them
+        time.sleep(0.2)
+
+Guarantees and why:
+
+* **Commit after processing.** The checkpoint moves only in ``commit``/``commit_through``,
+  and only over a contiguous run of processed lines (in the order ``poll`` returned them),
+  so after a SIGKILL the restarted tailer re-emits exactly the lines that were emitted but
+  not committed: at-least-once, and ``(file identity, offset)`` is stable across restarts,
+  so a store that dedups on it gets every line exactly once.
+* **Rename rotation.** When a different file appears at ``path`` the old one stays open
+  and is read to its end first; it is let go after two consecutive polls found nothing
+  new in it (one poll interval of grace for a writer still finishing on the old fd).
+  Its checkpoint entry stays until its lines are committed, and a restart finds a
+  checkpointed file by inode among ``path``'s siblings, so a rotation while the collector
+  is down loses nothing either. Every newly opened file is written to the checkpoint (at
+  offset 0, no offset moves) so that it, too, can be found after a crash.
+* **Copytruncate / truncation.** Size below the read position (or changed first bytes) →
+  restart at 0 under a new identity, counted in ``truncations``.
+
+Documented limits:
+
+* **The copytruncate race.** logrotate copies the file, then truncates it. Lines written
+  between the copy and the truncate are lost for everyone. On top of that, the tailer
+  does not read the copy, so lines of the truncated file not yet *emitted* when the
+  truncate happened are lost, and lines emitted but not yet committed are lost if the
+  collector also crashes before committing them (their bytes no longer exist). Rename
+  rotation has no such race; prefer it when the writer can reopen its log.
+* Rotated files must stay in ``path``'s folder, uncompressed, until drained (logrotate's
+  ``olddir`` or ``compress`` without ``delaycompress`` lose their unread tail: ``FileLost``).
+* One path is followed: a file that appears and is rotated away again between two polls
+  (before the tailer ever opened it) is never read. Poll more often than logrotate runs.
+* A rotated file whose inode was recycled while the collector was down may be read from 0
+  as a new file (duplicates under another identity; never a loss).
+* Bytes a writer appends to a rotated file after the tailer let it go are not read, and
+  a rotated file ending in an unterminated line drops it (``UnterminatedDropped``).
+* A checkpoint that is missing, corrupt or from a newer version starts fresh from offset
+  0 of the current file (duplicates, never a crash): ``CheckpointProblem``.
+* Each ``Tailer`` owns its checkpoint file: one process per checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+
+from collectors.tail.checkpoint import (
+    Checkpoint,
+    CheckpointEntry,
+    LoadStatus,
+    load_checkpoint,
+    save_checkpoint,
+)
+from collectors.tail.events import (
+    CheckpointProblem,
+    CheckpointWritten,
+    FileLost,
+    FileOpened,
+    LineTooLong,
+    Rotated,
+    TailError,
+    TailEvent,
+    TailStats,
+    Truncated,
+    UnterminatedDropped,
+)
+from collectors.tail.fingerprint import FileIdentity, locate, matches
+from collectors.tail.reader import FileReader
+
+__all__ = ["DEFAULT_MAX_BYTES_PER_POLL", "DEFAULT_MAX_LINE_BYTES", "Line", "Tailer"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LINE_BYTES = 1_048_576
+DEFAULT_MAX_BYTES_PER_POLL = 4 * 1_048_576
+_DRAIN_IDLE_POLLS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One ``\\n``-terminated line (terminator kept), ``offset`` its first byte in ``file``."""
+
+    file: FileIdentity
+    offset: int
+    data: bytes
+
+    @property
+    def end(self) -> int:
+        return self.offset + len(self.data)
+
+
+_Key = tuple[int, int, int, str]
+
+
+def _key(identity: FileIdentity, offset: int) -> _Key:
+    """Pending-line key. Why not ``(identity, offset)``: a dataclass re-hashes all its
+    fields on every lookup, which cost more than reading the line; a str caches its hash."""
+    return (offset, identity.inode, identity.dev, identity.fingerprint)
+
+
+class Tailer:
+    """Tail ``path``; see the module docstring for the guarantees and the limits."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        checkpoint_path: str | os.PathLike[str],
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        *,
+        max_bytes_per_poll: int = DEFAULT_MAX_BYTES_PER_POLL,
+        fsync: bool = True,
+        on_event: Callable[[TailEvent], None] | None = None,
+    ) -> None:
+        if max_line_bytes < 1 or max_bytes_per_poll < 1:
+            raise ValueError("max_line_bytes and max_bytes_per_poll must be positive")
+        self.path = os.path.abspath(os.fspath(path))
+        self.checkpoint_path = os.fspath(checkpoint_path)
+        self._dir = os.path.dirname(self.path)
+        self._max_line = max_line_bytes
+        self._max_poll = max_bytes_per_poll
+        self._fsync = fsync
+        self._on_event = on_event
+        self._counts = dict.fromkeys((f.name for f in fields(TailStats)), 0)
+        self._draining: list[FileReader] = []  # rotated files, oldest first
+        self._current: FileReader | None = None
+        self._tracked: list[FileReader] = []  # everything the checkpoint may need, in order
+        # Emitted, uncommitted lines in emission order: [key or None (skip marker), reader,
+        # end]. The checkpoint advances over the committed prefix only.
+        self._pending: deque[tuple[_Key | None, FileReader, int]] = deque()
+        self._pending_keys: dict[_Key, int] = {}
+        self._done: set[_Key] = set()
+        self._closed = False
+        loaded = load_checkpoint(self.checkpoint_path)
+        if loaded.status not in (LoadStatus.OK, LoadStatus.MISSING):
+            log.warning(
+                "tail checkpoint %s unusable, starting fresh: %s",
+                self.checkpoint_path,
+                loaded.detail,
+            )
+            self._emit(CheckpointProblem(self.checkpoint_path, loaded.status.value, loaded.detail))
+            self._counts["errors"] += 1
+        self._entries: tuple[CheckpointEntry, ...] | None = loaded.checkpoint.files
+
+    # -- public surface ---------------------------------------------------------------
+
+    def poll(self) -> list[Line]:
+        """Return the complete lines available now (at most ``max_bytes_per_poll`` read)."""
+        if self._closed:
+            raise ValueError("poll() on a closed Tailer")
+        if self._entries is not None:
+            entries, self._entries = self._entries, None
+            self._resume(entries)
+        self._follow_path()
+        out: list[Line] = []
+        budget = self._max_poll
+        for reader in [*self._draining, self._current]:
+            if reader is None or budget <= 0:
+                break
+            got, eof = self._read(reader, budget, out)
+            budget -= got
+            if reader is self._current:
+                break
+            reader.idle_polls = reader.idle_polls + 1 if got == 0 and eof else 0
+            if reader.idle_polls >= _DRAIN_IDLE_POLLS:
+                self._retire(reader)
+            elif not eof:
+                break  # old lines first: the newer file waits for the next poll
+        return out
+
+    def commit(self, lines: Iterable[Line]) -> None:
+        """Mark ``lines`` processed; the checkpoint covers every line up to the first gap."""
+        done, pending = self._done, self._pending_keys
+        for line in lines:
+            key = _key(line.file, line.offset)
+            if key in pending:
+                done.add(key)
+        self._advance(None)
+
+    def commit_through(self, line: Line) -> None:
+        """Mark ``line`` and every line ``poll`` returned before it as processed."""
+        key = _key(line.file, line.offset)
+        if key in self._pending_keys:
+            self._advance(key)
+
+    def stats(self) -> TailStats:
+        return TailStats(**self._counts)
+
+    def close(self) -> None:
+        """Close the files. Writes nothing: uncommitted lines are re-emitted next time."""
+        self._closed = True
+        for reader in {id(r): r for r in [*self._tracked, *self._draining]}.values():
+            reader.close()
+        if self._current is not None:
+            self._current.close()
+
+    def __enter__(self) -> Tailer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- following the path -------------------------------------------------------------
+
+    def _emit(self, event: TailEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)
+
+    def _error(self, op: str, path: str, err: OSError) -> None:
+        self._counts["errors"] += 1
+        self._emit(TailError(op, path, f"{type(err).__name__}: {err}"))
+
+    def _open_path(self) -> int | None:
+        try:
+            return os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None  # not there yet, or mid-rotation: wait
+        except OSError as e:
+            self._error("open", self.path, e)
+            return None
+
+    def _resume(self, entries: tuple[CheckpointEntry, ...]) -> None:
+        """Match checkpoint entries to the file at ``path`` and to its rotated siblings."""
+        fd = self._open_path()
+        path_id = None
+        if fd is not None:
+            st = os.fstat(fd)
+            path_id = (st.st_dev, st.st_ino)
+        resumed: CheckpointEntry | None = None
+        same_inode_other_content = False
+        for e in entries:
+            if path_id == (e.identity.dev, e.identity.inode):
+                assert fd is not None
+                if matches(fd, e.identity):
+                    resumed = e
+                else:
+                    same_inode_other_content = True
+                continue
+            found = locate(self._dir, e.identity, skip=self.path)
+            if found is None:
+                self._counts["files_lost"] += 1
+                self._emit(FileLost(e.path, e.identity, e.offset))
+                log.warning("tail: checkpointed file %s not found, its unread tail is lost", e.path)
+                continue
+            rfd, rpath, same = found
+            if same:
+                reader = self._start(rfd, rpath, e.offset, e.identity)
+            else:  # rotated, and truncated or rewritten too: what is there now is new
+                self._counts["truncations"] += 1
+                self._emit(Truncated(rpath, e.identity, os.fstat(rfd).st_size, e.offset))
+                reader = self._start(rfd, rpath, 0, None)
+            self._draining.append(reader)
+        if fd is not None:
+            if resumed is not None:
+                self._current = self._start(fd, self.path, resumed.offset, resumed.identity)
+            else:
+                if same_inode_other_content:
+                    self._counts["truncations"] += 1
+                    self._emit(Truncated(self.path, entries[0].identity, os.fstat(fd).st_size, 0))
+                self._current = self._start(fd, self.path, 0, None)
+        self._tracked = [*self._draining, *([self._current] if self._current else [])]
+        if self._tracked:
+            self._write_checkpoint()
+
+    def _start(self, fd: int, path: str, offset: int, identity: FileIdentity | None) -> FileReader:
+        reader = FileReader(fd, path, offset, self._max_line, identity)
+        size = reader.size()
+        if size < reader.pos:  # shrank while we were away: copytruncate
+            self._counts["truncations"] += 1
+            self._emit(Truncated(path, reader.identity, size, reader.pos))
+            reader = FileReader(fd, path, 0, self._max_line, None)
+        self._emit(FileOpened(path, reader.identity, reader.pos, identity is not None))
+        return reader
+
+    def _follow_path(self) -> None:
+        """Notice a new file at ``path`` (first appearance or rotation)."""
+        cur = self._current
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return  # keep reading the open file (deleted or mid-rotation)
+        except OSError as e:
+            self._error("stat", self.path, e)
+            return
+        if cur is not None and (st.st_dev, st.st_ino) == (cur.dev, cur.inode):
+            return
+        fd = self._open_path()
+        if fd is None:
+            return
+        new = self._start(fd, self.path, 0, None)
+        if cur is not None:
+            self._counts["rotations"] += 1
+            self._emit(Rotated(self.path, cur.identity, new.identity))
+            cur.idle_polls = 0
+            self._draining.append(cur)
+        self._current = new
+        self._tracked.append(new)
+        self._write_checkpoint()
+
+    def _retire(self, reader: FileReader) -> None:
+        tail = reader.unterminated()
+        if tail is not None:
+            self._counts["unterminated_dropped"] += 1
+            self._emit(UnterminatedDropped(reader.path, reader.identity, *tail))
+        reader.close()
+        self._draining.remove(reader)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def _read(self, reader: FileReader, budget: int, out: list[Line]) -> tuple[int, bool]:
+        try:
+            size = reader.truncated()
+            if size is not None:
+                reader = self._restart_truncated(reader, size)
+            res = reader.read(budget)
+        except OSError as e:
+            self._error("read", reader.path, e)
+            return 0, False
+        identity = reader.identity
+        lines = [Line(identity, off, data) for off, data in res.lines]
+        for off, length in res.skipped:
+            self._counts["lines_skipped_too_long"] += 1
+            self._emit(LineTooLong(reader.path, identity, off, length))
+        if res.skipped:  # merge lines and skip markers in file order into the pending queue
+            marks = [(off, None, off + length) for off, length in res.skipped]
+            items = sorted([(ln.offset, ln, ln.end) for ln in lines] + marks, key=lambda t: t[0])
+        else:
+            items = [(ln.offset, ln, ln.end) for ln in lines]
+        pending, keys = self._pending, self._pending_keys
+        for _, ln, end in items:
+            if ln is None:
+                pending.append((None, reader, end))
+            else:
+                key = _key(identity, ln.offset)
+                pending.append((key, reader, end))
+                keys[key] = keys.get(key, 0) + 1
+        reader.pending += len(items)
+        out.extend(lines)
+        self._counts["lines_read"] += len(lines)
+        self._counts["bytes_read"] += res.nbytes
+        return res.nbytes, res.eof
+
+    def _restart_truncated(self, reader: FileReader, size: int) -> FileReader:
+        """Same fd, new incarnation from 0; the old one keeps its pending lines' bookkeeping."""
+        self._counts["truncations"] += 1
+        self._emit(Truncated(reader.path, reader.identity, size, reader.pos))
+        assert reader.fd is not None
+        new = FileReader(reader.fd, reader.path, 0, self._max_line, None)
+        reader.fd = None
+        reader.gone = True
+        if reader is self._current:
+            self._current = new
+        else:
+            self._draining[self._draining.index(reader)] = new
+        self._tracked = [new if r is reader else r for r in self._tracked]
+        self._write_checkpoint()  # so that a restart still recognises a rotated one
+        return new
+
+    # -- committing ---------------------------------------------------------------------
+
+    def _advance(self, through: _Key | None) -> None:
+        """Pop the processed prefix of ``_pending`` (everything up to ``through``, if given)."""
+        pending, done, keys = self._pending, self._done, self._pending_keys
+        moved = False
+        while pending:
+            key, reader, end = pending[0]
+            if through is None and key is not None and key not in done:
+                break
+            pending.popleft()
+            reader.pending -= 1
+            reader.committed = max(reader.committed, end)
+            moved = True
+            if key is not None:
+                done.discard(key)
+                if keys[key] == 1:
+                    del keys[key]
+                else:
+                    keys[key] -= 1
+                if key == through:
+                    through = None  # then go on over lines already committed
+        if moved:
+            self._write_checkpoint()
+
+    def _write_checkpoint(self) -> None:
+        live = {id(r) for r in (*self._draining, self._current) if r is not None}
+        self._tracked = [
+            r for r in self._tracked if not r.gone and (id(r) in live or r.pending > 0)
+        ]
+        entries = []
+        for r in self._tracked:
+            identity = r.identity
+            if not identity.complete:  # nothing committed yet: recognise it at offset 0
+                entries.append(CheckpointEntry(r.path, identity, 0))
+            else:
+                entries.append(CheckpointEntry(r.path, identity, r.committed))
+        try:
+            save_checkpoint(self.checkpoint_path, Checkpoint(tuple(entries)), self._fsync)
+        except OSError as e:
+            self._error("checkpoint", self.checkpoint_path, e)
+            return
+        self._counts["checkpoint_writes"] += 1
+        self._emit(CheckpointWritten(self.checkpoint_path, len(entries)))

@@ -1,0 +1,1 @@
+"""Exporters: findings out to Prometheus (gauges with bounded labels) and elsewhere."""
