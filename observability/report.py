@@ -19,19 +19,23 @@ def findings_json(findings: Sequence[Finding]) -> str:
     return json.dumps([f.to_dict() for f in findings], indent=2, sort_keys=True)
 
 
-def findings_table(findings: Sequence[Finding], title: str = "findings") -> Table:
+def findings_table(
+    findings: Sequence[Finding], title: str = "findings", advice: bool = True
+) -> Table:
+    """Log text is shown as text (``Text``), never interpreted as markup."""
     table = Table(title=title, title_justify="left", show_lines=True)
-    for col in ("severity", "kind", "model", "request", "summary", "advice"):
+    columns = ["severity", "kind", "model", "request", "summary"] + (["advice"] if advice else [])
+    for col in columns:
         table.add_column(col, overflow="fold")
     for f in findings:
-        table.add_row(
+        row = [
             Text(f.severity.value, style=_STYLE[f.severity.value]),
-            f.kind,
-            f.model or "-",
-            f.request_id or "-",
+            Text(f.kind),
+            Text(f.model or "-"),
+            Text(f.request_id or "-"),
             Text(f.summary),
-            Text(f.advice),
-        )
+        ]
+        table.add_row(*row, *([Text(f.advice)] if advice else []))
     if not findings:
         table.caption = "no findings"
     return table

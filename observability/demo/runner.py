@@ -12,10 +12,18 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from collectors.logs.parser import parse_bytes
+from observability.collect import CollectConfig
 from observability.demo.live import LiveMetrics
 from observability.demo.scenario import DEMO_STEPS, Scenario
+from observability.detectors import Window, run_detectors
+from observability.detectors.registry import default_detectors
+from observability.findings import Finding
 from observability.lab import LabConfig, TritonLab, demo_repository
 from observability.load import LoadConfig, run_load
+from observability.report import findings_table
+from observability.store import Store
+from observability.watch import WatchConfig, Watcher
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -75,6 +83,24 @@ def run_demo(options: DemoOptions, console: Console) -> int:
         f"gRPC {lab.grpc_url}  metrics {lab.metrics_url}\n  run folder {lab.run_dir}"
     )
     events: list[str] = []
+    watcher = Watcher(
+        WatchConfig(
+            collect=CollectConfig(
+                store=lab.run_dir / "store.db", url=lab.http_url, metrics_url=lab.metrics_url,
+                log=lab.log_path, trace=lab.trace_path, metrics_port=0,
+            ),
+            detect_interval_s=2.0,
+        )
+    )  # fmt: skip
+    watching = threading.Thread(
+        target=watcher.run,
+        kwargs={"on_new": lambda f: events.append(f"finding: {_one_line(f)}")},
+        name="demo-watch",
+        daemon=True,
+    )
+    watcher.runner.start_servers()
+    watching.start()
+    console.print(f"  findings as Prometheus metrics: {watcher_url(watcher)}")
     scenario = Scenario(
         lab.grpc_url, () if options.healthy else DEMO_STEPS, events.append, lab.run_dir
     )
@@ -125,11 +151,60 @@ def run_demo(options: DemoOptions, console: Console) -> int:
         stop.set()
         scenario.stop(wait_s=0 if interrupted else 20)
         loader.join(timeout=15)
+        if not interrupted:
+            time.sleep(1.0)  # the last log lines
+            watcher.detect_once()
+        watcher.stop()
+        watching.join(timeout=30)
         with console.status("stopping tritonserver…"):
             lab.stop()
     report = result.get("report")
     if report is not None:
         console.print(report.table())  # type: ignore[attr-defined]
     console.print(_injections_table(scenario))
-    console.print(f"log, traces and run.json are in {lab.run_dir}")
+    findings = _all_findings(lab.run_dir)
+    console.print(
+        findings_table(
+            findings, title="findings (triton-obs analyze shows the advice)", advice=False
+        )
+    )
+    console.print(_expected_table(scenario, findings))
+    console.print(f"log, traces, store and run.json are in {lab.run_dir}")
     return 130 if interrupted else 0
+
+
+def watcher_url(watcher: Watcher) -> str:
+    return f"http://127.0.0.1:{watcher.runner.metrics_port}/metrics"
+
+
+def _one_line(f: Finding) -> str:
+    rid = f" {f.request_id}" if f.request_id else ""
+    return f"{f.severity.value} {f.kind} · {f.model}{rid}: {f.summary}"
+
+
+def _all_findings(run_dir: Path) -> list[Finding]:
+    """Every finding of the run, resolved ones too, plus the miswired ensemble's, whose
+    load error lives in the second lab's log."""
+    with Store(run_dir / "store.db") as store:
+        findings = store.findings()
+        broken_log = run_dir / "ensemble_fanout_broken" / "triton.log"
+        if broken_log.is_file():
+            events = parse_bytes(broken_log.read_bytes(), year=time.gmtime().tm_year)
+            window = Window(since_ns=0, until_ns=time.time_ns(), events=events)
+            extra = run_detectors(default_detectors(("ensemble_fanout",)), window)
+            findings += extra
+    return sorted(findings, key=lambda f: (f.first_seen_ns, f.kind))
+
+
+def _expected_table(scenario: Scenario, findings: list[Finding]) -> Table:
+    found = {(f.kind, f.model) for f in findings}
+    table = Table(title="injected → found", title_justify="left")
+    for col in ("fault", "expected finding", "found"):
+        table.add_column(col)
+    for inj in scenario.injections:
+        kind, model = inj.step.finds
+        ok = (kind, model) in found
+        table.add_row(
+            inj.step.fault, f"{kind} · {model}", "[green]yes[/]" if ok else "[red]missing[/]"
+        )
+    return table

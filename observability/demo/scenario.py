@@ -31,6 +31,8 @@ class Step:
     timeout_s: float = 5.0
     expect: str = ""
     """What a Triton user would see, in one line."""
+    finds: tuple[str, str] = ("", "")
+    """The finding (kind, model) the detectors must report for it."""
 
 
 DEMO_STEPS: tuple[Step, ...] = (
@@ -40,6 +42,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         "classifier",
         params={"cold_start_s": "4"},
         expect="first classifier execute after the reload takes ~4 s",
+        finds=("cold_start", "classifier"),
     ),
     Step(
         6,
@@ -47,6 +50,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         "router",
         params={"hang_s": "60"},
         expect="client times out; router's async_exec never returns",
+        finds=("hung_request", "router"),
     ),
     Step(
         10,
@@ -56,6 +60,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         params={"slow_s": "0.5"},
         timeout_s=15,
         expect="classifier (1 instance) queues: pending > 0",
+        finds=("instance_saturation", "classifier"),
     ),
     Step(
         14,
@@ -64,6 +69,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         params={"fanout_n": "64"},
         timeout_s=30,
         expect="64 concurrent async_exec calls wait for 6 executor threads",
+        finds=("thread_pool_exhaustion", "router"),
     ),
     Step(
         18,
@@ -72,6 +78,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         params={"callback_wait_s": "5"},
         timeout_s=15,
         expect="'Exception in callback' in the log; the client gets an error",
+        finds=("callback_error", "router"),
     ),
     Step(
         19,
@@ -79,6 +86,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         "router",
         timeout_s=15,
         expect="'Task exception was never retrieved'; the client gets an error",
+        finds=("callback_error", "router"),
     ),
     Step(
         22,
@@ -87,6 +95,7 @@ DEMO_STEPS: tuple[Step, ...] = (
         count=3,
         timeout_s=30,
         expect="decoder TOKEN_IDS shape doubles every step",
+        finds=("shape_growth", "decoder"),
     ),
     Step(
         26,
@@ -94,12 +103,14 @@ DEMO_STEPS: tuple[Step, ...] = (
         "generate",
         params={"deadlock_s": "15"},
         expect="generate's BLS call waits for generate's only instance",
+        finds=("bls_deadlock", "generate"),
     ),
     Step(
         30,
         "ensemble_fanout",
         "fanout_ensemble",
         expect="a miswired ensemble fails to load: 'is not written'",
+        finds=("ensemble_fanout", "fanout_ensemble"),
     ),
 )
 
