@@ -1,0 +1,164 @@
+"""Cold start: the first execution after a model (re)load takes far longer than the next ones.
+
+Why: a model that defers its expensive set-up (loading weights, compiling, building caches) to
+its first ``execute`` makes the first caller after every load or reload pay for it — and in
+a BLS pipeline every parent waiting on that child, too. Triton reports the load as done, so
+health checks pass while the first requests time out.
+
+Rule: after ``successfully loaded '<model>'`` in the verbose log, the model's first execution
+(``executing N requests`` … ``released N requests`` on one instance) lasts more than
+``ratio`` times the median of the following ``steady_executions`` and more than ``min_s``.
+Executions are paired per instance in log order; a reload that keeps the instance name works.
+The request that paid is the last one of the model set to EXECUTING before that execution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from statistics import median
+
+from observability import events as ev
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["ColdStart", "Execution", "executions"]
+
+
+@dataclass(frozen=True)
+class Execution:
+    model: str
+    instance: str
+    start_ns: int
+    end_ns: int
+    offset: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
+
+
+def executions(records: list[object]) -> list[Execution]:
+    """Completed executions per instance, in start order (linear in the records)."""
+    open_: dict[str, tuple[str, int, int]] = {}
+    out: list[Execution] = []
+    for rec in records:
+        if isinstance(rec, ev.InstanceExecuting):
+            open_[rec.instance] = (rec.model, rec.header.at_ns, rec.header.offset)
+        elif isinstance(rec, ev.InstanceReleased):
+            started = open_.pop(rec.instance, None)
+            if started is not None:
+                model, at, offset = started
+                out.append(Execution(model, rec.instance, at, rec.header.at_ns, offset))
+    return sorted(out, key=lambda e: e.start_ns)
+
+
+@dataclass
+class ColdStart:
+    """The first execution after a load over ``ratio`` times steady state and ``min_s``."""
+
+    kind: str = "cold_start"
+    ratio: float = 5.0
+    min_s: float = 1.0
+    steady_executions: int = 20
+    min_steady: int = 3
+    """Executions after the first needed to call anything steady state."""
+    critical_s: float = 30.0
+
+    def detect(self, window: Window) -> list[Finding]:
+        records = window.logs(
+            ev.ModelStateChange,
+            ev.InstanceExecuting,
+            ev.InstanceReleased,
+            ev.RequestPrepared,
+            ev.RequestStateChange,
+        )
+        loads = [r for r in records if isinstance(r, ev.ModelStateChange) and r.state == "loaded"]
+        if not loads:
+            return []
+        runs: dict[str, list[Execution]] = {}
+        for e in executions(records):
+            runs.setdefault(e.model, []).append(e)
+        worst: dict[str, Finding] = {}
+        for load in loads:
+            after = [e for e in runs.get(load.model, []) if e.start_ns >= load.header.at_ns]
+            finding = self._check(load, after)
+            if finding is not None:
+                finding = replace(finding, request_id=_request_at(records, load, after[0]))
+            known = worst.get(load.model)
+            if finding is not None and (known is None or _secs(finding) > _secs(known)):
+                worst[load.model] = finding
+        return [worst[m] for m in sorted(worst)]
+
+    def _check(self, load: ev.ModelStateChange, after: list[Execution]) -> Finding | None:
+        if len(after) < 1 + self.min_steady:
+            return None
+        first, rest = after[0], after[1 : 1 + self.steady_executions]
+        steady = median(e.seconds for e in rest)
+        if first.seconds <= self.min_s or first.seconds <= self.ratio * steady:
+            return None
+        model = load.model
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL if first.seconds >= self.critical_s else Severity.WARNING,
+            model=model,
+            instance=first.instance,
+            summary=(
+                f"The first execution of '{model}' after it was (re)loaded took "
+                f"{first.seconds:.2f} s, {first.seconds / max(steady, 1e-6):.0f}x its steady "
+                f"{steady * 1000:.1f} ms: the model does its set-up on the first request."
+            ),
+            advice=(
+                f"Warm '{model}' up before it serves: add a model_warmup entry to its "
+                f"config.pbtxt (Triton runs it during the load, so the model is READY only "
+                f"when warm), or do the lazy work in initialize() — for a python backend "
+                f"model load the weights, compile and run one dummy batch there, not on the "
+                f"first execute. Until then, expect the first callers after every load or "
+                f"reload (and their BLS parents) to wait or time out."
+            ),
+            first_seen_ns=first.start_ns,
+            last_seen_ns=first.end_ns,
+            evidence=(
+                Evidence(
+                    "log",
+                    load.header.at_ns,
+                    f"triton.log@{load.header.offset}",
+                    f"successfully loaded '{model}'",
+                ),
+                Evidence(
+                    "log",
+                    first.start_ns,
+                    f"triton.log@{first.offset}",
+                    f"first execution on {first.instance}: {first.seconds:.3f} s, starting "
+                    f"{(first.start_ns - load.header.at_ns) / 1e9:.2f} s after the load",
+                ),
+                Evidence(
+                    "log",
+                    rest[-1].end_ns,
+                    f"triton.log@{rest[0].offset}",
+                    f"median of the next {len(rest)} executions {steady * 1000:.1f} ms "
+                    f"(max {max(e.seconds for e in rest) * 1000:.1f} ms)",
+                ),
+            ),
+        )
+
+
+def _secs(finding: Finding) -> int:
+    return finding.last_seen_ns - finding.first_seen_ns
+
+
+def _request_at(records: list[object], load: ev.ModelStateChange, first: Execution) -> str | None:
+    """The id of the last request of the model set EXECUTING between the load and ``first``."""
+    model_of: dict[str, str] = {}
+    found: str | None = None
+    for rec in records:
+        if isinstance(rec, ev.RequestPrepared):
+            model_of.setdefault(rec.request_id, rec.model)
+        elif (
+            isinstance(rec, ev.RequestStateChange)
+            and rec.to_state == "EXECUTING"
+            and rec.request_id
+            and load.header.at_ns <= rec.header.at_ns <= first.start_ns
+            and model_of.get(rec.request_id) == load.model
+        ):
+            found = rec.request_id
+    return found

@@ -1,0 +1,284 @@
+"""Instance saturation: every instance of a model busy for seconds while its queue grows.
+
+Why this rule: Triton dispatches a queued request to the first free instance, so a queue that
+grows while *every* instance is executing means the model cannot keep up with its callers —
+in a BLS pipeline usually one slow child behind a parent with many instances (8 router
+instances calling 1 classifier instance). Busy time comes from the verbose log (``model M,
+instance I, executing N requests`` … ``model instance name I released N requests``), the queue
+from
+``nv_inference_pending_request_count{model}``.
+
+What it deliberately does not flag:
+
+* momentary all-busy moments (a dynamically batched model with two instances queues a few
+  requests for a millisecond while both run: the demo's detector) — the all-busy stretch must
+  last ``min_busy_s``;
+* a busy model whose queue is steady — the pending count must rise during the stretch;
+* one execution holding an instance (a hang, a deadlock, a cold start) — that is
+  ``hung_request``, ``bls_deadlock`` or ``cold_start``; saturation needs work flowing too
+  slowly: at least ``min_executions`` executions completed inside the stretch and no single
+  execution longer than ``max_single_fraction`` of it.
+
+The upstream callers are the parents of the requests the model received during the stretch:
+a BLS child's id is ``<parent id>.<child>…`` and the parent's model is on its own
+``prepared`` log line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from observability import events as ev
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["InstanceSaturation", "Stretch", "all_busy_stretches"]
+
+PENDING = "nv_inference_pending_request_count"
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A time span during which every known instance of ``model`` was executing."""
+
+    model: str
+    instances: tuple[str, ...]
+    start_ns: int
+    end_ns: int
+    executions: int
+    """Executions that completed inside the stretch."""
+    first_offset: int
+    """Log byte offset of the execution that opened the stretch."""
+    longest_s: float = 0.0
+    """The longest single execution that overlapped the stretch."""
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
+
+
+def all_busy_stretches(
+    records: Iterable[object], until_ns: int, merge_gap_s: float = 0.005
+) -> list[Stretch]:
+    """Maximal all-instances-busy spans per model from Instance{Executing,Released} records.
+
+    Two all-busy spans separated by less than ``merge_gap_s`` are one stretch: a saturated
+    instance picks the next queued request within microseconds of releasing the last one.
+    An execution still open at ``until_ns`` counts as busy until then. Linear in the records.
+    """
+    records = list(records)
+    model_of: dict[str, str] = {}
+    for rec in records:
+        if isinstance(rec, ev.InstanceExecuting):
+            model_of[rec.instance] = rec.model
+    instances: dict[str, set[str]] = {}
+    for instance, model in model_of.items():
+        instances.setdefault(model, set()).add(instance)
+
+    gap_ns = int(merge_gap_s * 1e9)
+    busy: dict[str, set[str]] = {m: set() for m in instances}
+    started: dict[str, int] = {}
+    # Per model: [start, end, executions completed, log offset, longest execution ns]; a
+    # stretch that ended waits in ``done`` in case the model is all busy again within the gap.
+    open_: dict[str, list[int]] = {}
+    done: dict[str, list[int]] = {}
+    out: list[Stretch] = []
+
+    def close(model: str) -> None:
+        start, end, count, offset, longest = done.pop(model)
+        members = tuple(sorted(instances[model]))
+        out.append(Stretch(model, members, start, end, count, offset, longest / 1e9))
+
+    for rec in records:
+        if isinstance(rec, ev.InstanceExecuting):
+            model, at = rec.model, rec.header.at_ns
+            busy[model].add(rec.instance)
+            started[rec.instance] = at
+            if busy[model] == instances[model] and model not in open_:
+                last = done.get(model)
+                if last is not None and at - last[1] <= gap_ns:
+                    open_[model] = done.pop(model)  # resume the previous stretch
+                else:
+                    if last is not None:
+                        close(model)
+                    open_[model] = [at, at, 0, rec.header.offset, 0]
+        elif isinstance(rec, ev.InstanceReleased):
+            model = model_of.get(rec.instance, "")
+            if rec.instance not in busy.get(model, ()):
+                continue
+            at = rec.header.at_ns
+            stretch = open_.get(model)
+            if stretch is not None:
+                stretch[2] += 1
+                stretch[1] = at
+                stretch[4] = max(stretch[4], at - started.get(rec.instance, at))
+                done[model] = open_.pop(model)
+            busy[model].discard(rec.instance)
+    for model, stretch in open_.items():
+        stretch[1] = until_ns
+        for instance in busy[model]:
+            stretch[4] = max(stretch[4], until_ns - started.get(instance, until_ns))
+        done[model] = stretch
+    for model in list(done):
+        close(model)
+    return sorted(out, key=lambda s: s.start_ns)
+
+
+@dataclass
+class InstanceSaturation:
+    """All instances of a model busy ≥ ``min_busy_s`` while its pending count rises."""
+
+    kind: str = "instance_saturation"
+    min_busy_s: float = 2.0
+    min_executions: int = 2
+    min_pending: float = 2.0
+    """The queue must reach at least this many requests inside the stretch ..."""
+    min_rise: float = 1.0
+    """... and grow by at least this much over its value when the stretch began."""
+    max_single_fraction: float = 0.5
+    merge_gap_s: float = 0.005
+    critical_busy_s: float = 30.0
+
+    def detect(self, window: Window) -> list[Finding]:
+        records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
+        stretches = [
+            s
+            for s in all_busy_stretches(records, window.until_ns, self.merge_gap_s)
+            if s.seconds >= self.min_busy_s
+            and s.executions >= self.min_executions
+            and s.longest_s <= self.max_single_fraction * s.seconds
+        ]
+        if not stretches:
+            return []
+        pending = _pending_by_model(window)
+        best: dict[str, tuple[Stretch, float, float, int]] = {}
+        for stretch in stretches:
+            rise = _rise(pending.get(stretch.model, []), stretch)
+            if rise is None:
+                continue
+            before, peak, peak_at = rise
+            if peak < self.min_pending or peak - before < self.min_rise:
+                continue
+            known = best.get(stretch.model)  # keep the worst queue, then the longest
+            if known is None or (peak, stretch.seconds) > (known[2], known[0].seconds):
+                best[stretch.model] = (stretch, before, peak, peak_at)
+        if not best:
+            return []
+        callers = _callers(window, {m: v[0] for m, v in best.items()})
+        return [
+            self._finding(stretch, before, peak, peak_at, callers.get(model, Counter()))
+            for model, (stretch, before, peak, peak_at) in sorted(best.items())
+        ]
+
+    def _finding(
+        self, s: Stretch, before: float, peak: float, peak_at: int, callers: Counter[str]
+    ) -> Finding:
+        n = len(s.instances)
+        fed = ", ".join(f"{m} ({c} requests)" for m, c in callers.most_common(5)) or "clients"
+        who = f"All {n} instances" if n > 1 else "The only instance"
+        summary = (
+            f"{who} of '{s.model}' {'were' if n > 1 else 'was'} busy for "
+            f"{s.seconds:.1f} s while its queue grew from {before:g} to {peak:g} requests "
+            f"(fed by {fed}): the model cannot keep up with its callers."
+        )
+        upstream = ", ".join(callers) or "its callers"
+        advice = (
+            f"Add instances of '{s.model}' (instance_group [{{ count: {2 * n} }}] in its "
+            f"config.pbtxt) if the host has cores to spare; enable dynamic_batching so one "
+            f"execute serves several queued requests; rate-limit or bound the concurrency of "
+            f"{upstream} (e.g. an asyncio.Semaphore around the BLS calls); and check why "
+            f"'{s.model}' is slow (its compute time per request in /v2/models/stats)."
+        )
+        series = f'{PENDING}{{model="{s.model}"}}'
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL if s.seconds >= self.critical_busy_s else Severity.WARNING,
+            model=s.model,
+            instance=s.instances[0] if n == 1 else None,
+            summary=summary,
+            advice=advice,
+            first_seen_ns=s.start_ns,
+            last_seen_ns=s.end_ns,
+            evidence=(
+                Evidence(
+                    "log",
+                    s.start_ns,
+                    f"triton.log@{s.first_offset}",
+                    f"instances {', '.join(s.instances)} all executing from here for "
+                    f"{s.seconds:.2f} s; {s.executions} executions completed meanwhile, "
+                    f"the longest {s.longest_s:.2f} s",
+                ),
+                Evidence(
+                    "metrics",
+                    peak_at,
+                    series,
+                    f"pending {before:g} when the stretch began, peak {peak:g}",
+                ),
+                *(
+                    [
+                        Evidence(
+                            "log",
+                            s.start_ns,
+                            "triton.log request ids <parent>.<child>",
+                            "callers during the stretch: "
+                            + ", ".join(f"{m}={c}" for m, c in callers.most_common()),
+                        )
+                    ]
+                    if callers
+                    else []
+                ),
+            ),
+        )
+
+
+def _pending_by_model(window: Window) -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list[tuple[int, float]]] = {}
+    for _target, at_ns, sample in window.samples(PENDING):
+        out.setdefault(sample.label("model"), []).append((at_ns, sample.value))
+    return out
+
+
+def _rise(points: list[tuple[int, float]], s: Stretch) -> tuple[float, float, int] | None:
+    """Pending when the stretch began (last sample at or before it, else 0) and its peak."""
+    before = 0.0
+    peak: tuple[float, int] | None = None
+    for at, value in points:
+        if at <= s.start_ns:
+            before = value
+        elif at <= s.end_ns and (peak is None or value > peak[0]):
+            peak = (value, at)
+    if peak is None:
+        return None
+    return before, peak[0], peak[1]
+
+
+def _callers(window: Window, stretches: dict[str, Stretch]) -> dict[str, Counter[str]]:
+    """Per saturated model: the models of the parents whose BLS children it received."""
+    model_of: dict[str, str] = {}
+    received: list[tuple[str, str]] = []
+    for rec in window.logs(ev.RequestPrepared):
+        assert isinstance(rec, ev.RequestPrepared)
+        if not rec.request_id:
+            continue
+        model_of.setdefault(rec.request_id, rec.model)
+        s = stretches.get(rec.model)
+        if s is not None and s.start_ns <= rec.header.at_ns <= s.end_ns:
+            received.append((rec.model, rec.request_id))
+    out: dict[str, Counter[str]] = {}
+    for model, request_id in received:
+        parent = _parent_model(request_id, model_of)
+        if parent is not None:
+            out.setdefault(model, Counter())[parent] += 1
+    return out
+
+
+def _parent_model(request_id: str, model_of: dict[str, str]) -> str | None:
+    """The model of the nearest known ancestor id (``a.b.c`` → ``a.b`` → ``a``)."""
+    head = request_id
+    while "." in head:
+        head = head.rsplit(".", 1)[0]
+        if head in model_of:
+            return model_of[head]
+    return None

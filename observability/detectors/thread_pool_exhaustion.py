@@ -1,0 +1,312 @@
+"""Thread-pool exhaustion: a BLS parent's concurrent calls queue for executor threads.
+
+Why: every ``async_exec`` holds a thread while its child runs — a thread of Python's default
+asyncio executor (``min(32, cpu + 4)`` threads: 6 on a 2-core host) and one of the python
+backend's per-instance pool (``thread-pool-size``, default 32). A parent that fans out more
+calls than that does not fail: the extra calls silently wait for a thread, and the parent's
+latency becomes ``ceil(n / threads)`` child latencies.
+
+Triton's own log shows it without any instrumentation. Each BLS child reaches Triton (its
+``INITIALIZED`` state line) only once it holds a thread, so for one parent (child ids are
+``<parent id>.<child>…``):
+
+* they arrive in waves of the pool's size, one child latency apart (a wave starts when the
+  previous one returns its threads);
+* the last one arrives long after the parent started executing — that delay is the executor
+  wait.
+
+The cap is inferred from the plateau (the host's cpu count is in no signal): 32 or more is the
+python backend pool, less is the asyncio executor. When the in-model instrumentation
+(``observability.bls``) publishes ``triton_obs_bls_*`` on Triton's /metrics, its executor
+wait counter and pool capacity gauge are used too (and alone find parents without request ids).
+Sequential code (one call at a time) and small fan-outs are never flagged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from itertools import pairwise
+from statistics import median
+
+from observability import events as ev
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+from observability.rates import increase
+
+__all__ = ["FanOut", "ThreadPoolExhaustion", "fan_outs"]
+
+WAIT_SECONDS = "triton_obs_bls_executor_wait_seconds"
+WAITS = "triton_obs_bls_executor_waits"
+CAPACITY = "triton_obs_bls_thread_pool_capacity"
+PEAK = "triton_obs_bls_inflight_peak"
+
+
+@dataclass
+class _Life:
+    request_id: str
+    created_ns: int
+    offset: int
+    executing_ns: int | None = None
+    released_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class FanOut:
+    """One parent request and the BLS children it issued, as Triton saw them."""
+
+    parent_id: str
+    parent_model: str
+    child_models: tuple[tuple[str, int], ...]
+    """``(model, calls)``, most called first."""
+    children: int
+    started_ns: int
+    """When the parent started executing."""
+    plateau: int
+    """Children per wave (median): the threads available to the parent's calls."""
+    waves: int
+    peak: int
+    """Most children between reaching Triton and RELEASED at once; counts a little high,
+    since a caller's thread is free when the response arrives, before the RELEASED line."""
+    first_wait_s: float
+    last_wait_s: float
+    """Delay between the parent starting and its first / last child reaching Triton."""
+    last_child_ns: int
+    offset: int
+
+
+def _lifecycles(window: Window) -> tuple[dict[str, _Life], dict[str, str]]:
+    """Per request id: when Triton first saw it, started and released it; and its model."""
+    lives: dict[str, _Life] = {}
+    model_of: dict[str, str] = {}
+    for rec in window.logs(ev.RequestStateChange, ev.RequestPrepared):
+        if isinstance(rec, ev.RequestPrepared):
+            if rec.request_id:
+                model_of.setdefault(rec.request_id, rec.model)
+            continue
+        assert isinstance(rec, ev.RequestStateChange)
+        rid = rec.request_id
+        if not rid:
+            continue  # <id_unknown>: cannot be joined to a parent
+        at = rec.header.at_ns
+        life = lives.get(rid)
+        if life is None or (rec.from_state == "INITIALIZED" and life.released_ns is not None):
+            life = lives[rid] = _Life(rid, at, rec.header.offset)
+        if rec.to_state == "EXECUTING" and life.executing_ns is None:
+            life.executing_ns = at
+        elif rec.to_state == "RELEASED":
+            life.released_ns = at
+    return lives, model_of
+
+
+def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[FanOut]:
+    """Every parent with at least ``min_children`` BLS children, with their waves.
+
+    A wave is a run of children reaching Triton with gaps under ``wave_gap`` times the children's
+    median latency: with every thread taken, the next child can only start when one returns,
+    roughly one child latency later. The plateau is the median wave size.
+    """
+    lives, model_of = _lifecycles(window)
+    children: dict[str, list[_Life]] = defaultdict(list)
+    for rid, life in lives.items():
+        head = rid
+        while "." in head:
+            head = head.rsplit(".", 1)[0]
+            if head in lives:
+                children[head].append(life)
+                break
+    out: list[FanOut] = []
+    for parent_id, kids in children.items():
+        parent = lives[parent_id]
+        if len(kids) < min_children or parent.executing_ns is None:
+            continue
+        created = sorted(k.created_ns for k in kids)
+        latencies = [k.released_ns - k.created_ns for k in kids if k.released_ns is not None]
+        gap = max(1_000_000, int(wave_gap * median(latencies))) if latencies else 1_000_000
+        sizes = [1]
+        for prev, cur in pairwise(created):
+            if cur - prev > gap:
+                sizes.append(1)
+            else:
+                sizes[-1] += 1
+        edges = sorted(  # at equal times a departure counts before an arrival
+            [(k.created_ns, 1) for k in kids]
+            + [(k.released_ns, -1) for k in kids if k.released_ns is not None]
+        )
+        inflight = peak = 0
+        for _at, step in edges:
+            inflight += step
+            peak = max(peak, inflight)
+        out.append(
+            FanOut(
+                parent_id=parent_id,
+                parent_model=model_of.get(parent_id, ""),
+                child_models=tuple(
+                    Counter(model_of.get(k.request_id, "?") for k in kids).most_common()
+                ),
+                children=len(kids),
+                started_ns=parent.executing_ns,
+                plateau=int(median(sizes)),
+                waves=len(sizes),
+                peak=peak,
+                first_wait_s=max(0.0, (created[0] - parent.executing_ns) / 1e9),
+                last_wait_s=max(0.0, (created[-1] - parent.executing_ns) / 1e9),
+                last_child_ns=created[-1],
+                offset=parent.offset,
+            )
+        )
+    return out
+
+
+@dataclass
+class ThreadPoolExhaustion:
+    """A parent's BLS calls plateau at a thread pool's size while later calls wait."""
+
+    kind: str = "thread_pool_exhaustion"
+    min_children: int = 8
+    min_wait_s: float = 0.1
+    """The last child must reach Triton at least this long after its parent started."""
+    min_waves: int = 3
+    wave_gap: float = 0.5
+    """Children further apart than this times their median latency start a new wave."""
+    python_pool_size: int = 32
+    min_metric_wait_s: float = 1.0
+    """With ``triton_obs_bls_*`` metrics: total executor wait in the window to flag."""
+    critical_wait_s: float = 5.0
+
+    def detect(self, window: Window) -> list[Finding]:
+        worst: dict[str, list[FanOut]] = defaultdict(list)
+        for f in fan_outs(window, self.min_children, self.wave_gap):
+            if (
+                f.plateau >= 2  # one at a time is sequential code, not a pool
+                and f.peak >= f.plateau  # the waves' children really overlapped
+                and f.children >= 2 * f.plateau
+                and f.waves >= self.min_waves
+                and f.last_wait_s >= self.min_wait_s
+            ):
+                worst[f.parent_model].append(f)
+        metric = self._from_metrics(window)
+        findings = []
+        for model in sorted(set(worst) | set(metric)):
+            found = sorted(worst.get(model, []), key=lambda f: f.last_wait_s)
+            findings.append(self._finding(model, found, metric.get(model, [])))
+        return findings
+
+    def _finding(self, model: str, found: list[FanOut], metric: list[Evidence]) -> Finding:
+        pool_advice = (
+            "Cap the concurrent calls: wrap each async_exec in an asyncio.Semaphore sized "
+            "below the pool (or issue them in bounded batches); if the host can take it, "
+            "give the loop a larger executor in initialize() "
+            "(loop.set_default_executor(ThreadPoolExecutor(max_workers=N))) and raise "
+            "--backend-config=python,thread-pool-size=N to match; or batch the children "
+            "into fewer, larger requests (the child has dynamic batching for that)."
+        )
+        if not found:
+            at = max(e.at_ns for e in metric)
+            return Finding(
+                kind=self.kind,
+                severity=Severity.WARNING,
+                model=model,
+                summary=(
+                    f"BLS calls from '{model}' waited for an executor thread: its concurrent "
+                    f"calls reached the thread pool's capacity."
+                ),
+                advice=pool_advice,
+                first_seen_ns=min(e.at_ns for e in metric),
+                last_seen_ns=at,
+                evidence=tuple(metric),
+            )
+        w = found[-1]
+        pool = (
+            f"the python backend's BLS thread pool (thread-pool-size, {w.plateau})"
+            if w.plateau >= self.python_pool_size
+            else f"asyncio's default executor (min(32, cpu+4) = {w.plateau} threads, "
+            f"so ~{max(1, w.plateau - 4)} cores)"
+        )
+        children = ", ".join(f"'{m}' x{n}" for m, n in w.child_models)
+        main_child = w.child_models[0][0]
+        summary = (
+            f"Request {w.parent_id} of '{model}' issued {w.children} BLS calls (mostly to "
+            f"'{main_child}') but only about {w.plateau} ran at once — the limit of {pool}; "
+            f"the last call waited {w.last_wait_s:.2f} s for a thread."
+        )
+        evidence = [
+            Evidence(
+                "log",
+                w.started_ns,
+                f"triton.log@{w.offset}",
+                f"parent {w.parent_id} ({model}) executing; {w.children} children "
+                f"{w.parent_id}.* to {children}",
+            ),
+            Evidence(
+                "log",
+                w.last_child_ns,
+                f"triton.log request ids {w.parent_id}.*",
+                f"children reached Triton in {w.waves} waves of ~{w.plateau} (at most "
+                f"{w.peak} between INITIALIZED and RELEASED at once); first child reached "
+                f"Triton {w.first_wait_s * 1000:.0f} ms after the parent started, the last "
+                f"{w.last_wait_s * 1000:.0f} ms after",
+            ),
+        ]
+        if len(found) > 1:
+            evidence.append(
+                Evidence(
+                    "log",
+                    found[0].started_ns,
+                    "triton.log",
+                    f"{len(found)} parent requests of '{model}' hit the cap: "
+                    + ", ".join(f.parent_id for f in found[-10:]),
+                )
+            )
+        return Finding(
+            kind=self.kind,
+            severity=(
+                Severity.CRITICAL if w.last_wait_s >= self.critical_wait_s else Severity.WARNING
+            ),
+            model=model,
+            request_id=w.parent_id,
+            summary=summary,
+            advice=pool_advice,
+            first_seen_ns=min(f.started_ns for f in found),
+            last_seen_ns=max(f.last_child_ns for f in found),
+            evidence=(*evidence, *metric),
+        )
+
+    def _from_metrics(self, window: Window) -> dict[str, list[Evidence]]:
+        """Per parent model: evidence from the instrumentation's executor-wait counter."""
+        waits: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+        calls: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+        last_at: dict[tuple[str, str], int] = {}
+        for name, into in ((WAIT_SECONDS, waits), (WAITS, calls)):
+            for _target, at, s in window.samples(name):
+                key = (s.label("model"), s.label("instance"))
+                into[key].append((at / 1e9, s.value))
+                last_at[key] = at
+        capacity: dict[tuple[str, str], float] = {}
+        peak: dict[tuple[str, str], float] = {}
+        for name, into, pick in ((CAPACITY, capacity, min), (PEAK, peak, max)):
+            for _target, _at, s in window.samples(name):
+                key = (s.label("model"), s.label("instance"))
+                into[key] = pick(into.get(key, s.value), s.value)
+        out: dict[str, list[Evidence]] = defaultdict(list)
+        for key, points in waits.items():
+            model, instance = key
+            found = increase(points)
+            if found is None or found[0] < self.min_metric_wait_s:
+                continue
+            cap, top = capacity.get(key), peak.get(key)
+            if cap is not None and top is not None and top < cap:
+                continue  # waits without a full pool: not this pathology
+            n = increase(calls.get(key, []))
+            mean = f", mean {found[0] / n[0]:.3f} s over {n[0]:g} calls" if n and n[0] else ""
+            out[model].append(
+                Evidence(
+                    "metrics",
+                    last_at[key],
+                    f'{WAIT_SECONDS}{{model="{model}",instance="{instance}"}}',
+                    f"executor wait grew by {found[0]:.2f} s{mean}; in-flight peak "
+                    f"{top if top is not None else '?'} of capacity "
+                    f"{cap if cap is not None else '?'}",
+                )
+            )
+        return out

@@ -1,0 +1,42 @@
+"""instance_saturation on the real recordings: the slow classifier behind router, and the twin."""
+
+from __future__ import annotations
+
+from observability.detectors import Window
+from observability.detectors.instance_saturation import InstanceSaturation
+from observability.findings import Severity
+
+
+def test_slow_single_instance_child_is_saturated_and_names_its_caller(faulty: Window) -> None:
+    findings = InstanceSaturation().detect(faulty)
+    by_model = {f.model: f for f in findings}
+    assert "classifier" in by_model, [f.to_dict() for f in findings]
+    found = by_model["classifier"]
+    assert found.severity is Severity.WARNING
+    assert found.instance == "classifier_0_0"
+    assert "router" in found.summary  # the upstream BLS caller feeding it
+    assert any(e.source == "metrics" and 'model="classifier"' in e.ref for e in found.evidence)
+    # A hang or deadlock holding one instance is not saturation: other detectors own them.
+    assert "generate" not in by_model
+
+
+def test_healthy_twin_is_not_saturated(healthy: Window) -> None:
+    findings = InstanceSaturation().detect(healthy)
+    assert [f for f in findings if f.severity.rank >= Severity.WARNING.rank] == []
+
+
+def test_all_five_detectors_find_nothing_on_the_healthy_twin(healthy: Window) -> None:
+    from observability.detectors.bls_call_hung import BlsCallHung
+    from observability.detectors.cold_start import ColdStart
+    from observability.detectors.target_down import TargetDown
+    from observability.detectors.thread_pool_exhaustion import ThreadPoolExhaustion
+
+    detectors = [
+        InstanceSaturation(),
+        ThreadPoolExhaustion(),
+        ColdStart(),
+        TargetDown(),
+        BlsCallHung(),
+    ]
+    findings = [f for d in detectors for f in d.detect(healthy)]  # run_detectors hides errors
+    assert [f.to_dict() for f in findings if f.severity.rank >= Severity.WARNING.rank] == []
