@@ -1,0 +1,164 @@
+"""bls_deadlock: a cycle in the wait-for graph of BLS calls and model instances.
+
+Two kinds of edges, both read from the verbose log: a request waits on its open BLS children
+(``<parent>.<x>`` ids), and a request queued for model M waits on the requests executing on
+M's instances. A child queued for M while every instance of M is held by its own ancestors
+can never start: the python backend docs warn that a BLS call into the model's own (only)
+instance, or a cycle A -> B -> A, blocks forever, and Triton itself never notices (no
+execution timeout, the pending count just sits at 1).
+
+The rule is a greatest fixed point, so it also covers several parents each holding one of M's
+instances: start from every request queued for longer than ``min_pending_s``; drop one when
+its model has an instance that no blocked request holds (a free instance, or a holder that
+is not waiting on a blocked request); repeat until nothing changes. What is left can never
+run. A finding is made for each blocked request whose own ancestor holds its model (the
+cycle closes through it); other blocked requests queued behind the cycle are listed as its
+victims. Instance counts are the instances seen executing in the window (``model M, instance
+I, executing N requests``), a lower bound; a holder's instance counts as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["BlsDeadlockDetector"]
+
+ADVICE = (
+    "Never send a BLS request to a model whose instances the caller may be holding: call the "
+    "code directly instead of through BLS, give the called model more instances than "
+    "concurrent callers (instance_group count), or split the cycle into separate models. "
+    "Bound every BLS call (asyncio.wait_for / a timeout on the waiting thread) and answer an "
+    "error, since the python backend has no execution timeout and InferenceRequest(timeout=) "
+    "only applies while queued."
+)
+
+
+@dataclass
+class BlsDeadlockDetector:
+    """Requests queued for longer than ``min_pending_s`` behind their own ancestors."""
+
+    min_pending_s: float = 5.0
+    max_victims_named: int = 5
+    kind: str = "bls_deadlock"
+
+    def detect(self, window: Window) -> list[Finding]:
+        reqs = requests_of(window)
+        now = window.until_ns
+        limit = int(self.min_pending_s * 1e9)
+        queued = [
+            c
+            for c in reqs.lifecycles
+            if c.state == "PENDING" and c.pending_ns is not None and now - c.pending_ns > limit
+        ]
+        if not queued:
+            return []
+        holders: dict[str, list[Lifecycle]] = {}
+        for c in reqs.lifecycles:
+            if c.state == "EXECUTING" and c.model:
+                holders.setdefault(c.model, []).append(c)
+        blocked = _blocked(reqs, queued, holders)
+        out = []
+        for child in blocked:
+            chain = _cycle(reqs, child, holders.get(child.model, []))
+            if chain:
+                victims = [c for c in blocked if c.model == child.model and c is not child]
+                out.append(self._finding(now, child, chain, victims))
+        return out
+
+    def _finding(
+        self, now: int, child: Lifecycle, chain: list[Lifecycle], victims: list[Lifecycle]
+    ) -> Finding:
+        holder = chain[0]
+        assert child.pending_ns is not None and holder.executing_ns is not None
+        path = " -> ".join(f"{c.model} ({c.request_id})" for c in [*chain, child])
+        instance = holder.instance or "its instance"
+        if len(chain) == 1:
+            why = (
+                f"Request '{holder.request_id}' holds {instance} of {child.model} and waits on "
+                f"its own BLS call '{child.request_id}' to {child.model}"
+            )
+        else:
+            why = (
+                f"Request '{holder.request_id}' holds {instance} of {child.model} and waits, "
+                f"through {path}, on '{child.request_id}'"
+            )
+        summary = (
+            f"{why}, which has been queued for {(now - child.pending_ns) / 1e9:.1f} s behind "
+            f"it: a BLS deadlock; neither can ever finish."
+        )
+        if victims:
+            summary += f" {len(victims)} more request(s) to {child.model} are queued behind it."
+        evidence = [
+            Evidence(
+                "log",
+                c.executing_ns or 0,
+                log_ref(c.executing_offset) if c.executing_offset is not None else c.request_id,
+                f"[request id: {c.request_id}] Setting state from PENDING to EXECUTING "
+                f"(model {c.model}" + (f", instance {c.instance})" if c.instance else ")"),
+            )
+            for c in chain
+        ]
+        evidence += [
+            Evidence(
+                "log",
+                c.pending_ns or 0,
+                log_ref(c.pending_offset) if c.pending_offset is not None else c.request_id,
+                f"[request id: {c.request_id}] Setting state from INITIALIZED to PENDING "
+                f"(model {c.model}); never EXECUTING"
+                + ("" if c is child else " (queued behind the deadlock)"),
+            )
+            for c in [child, *victims[: self.max_victims_named]]
+        ]
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=child.model,
+            instance=holder.instance,
+            request_id=holder.request_id,
+            first_seen_ns=child.pending_ns + int(self.min_pending_s * 1e9),
+            last_seen_ns=now,
+            summary=summary,
+            evidence=tuple(evidence),
+            advice=ADVICE,
+        )
+
+
+def _blocked(
+    reqs: Requests, queued: list[Lifecycle], holders: dict[str, list[Lifecycle]]
+) -> list[Lifecycle]:
+    """The queued requests that can never start (greatest fixed point, see module doc)."""
+    blocked = {id(c): c for c in queued if c.model}
+    changed = True
+    while changed:
+        changed = False
+        waiting = {a for c in blocked.values() for a in reqs.ancestors(c.request_id)}
+        for key, c in list(blocked.items()):
+            held = holders.get(c.model, [])
+            seen = set(reqs.instances.get(c.model, ())) | {h.instance for h in held if h.instance}
+            held_by_waiters = {h.instance or id(h) for h in held if h.request_id in waiting}
+            free = len(seen) > len(held_by_waiters) or any(
+                h.request_id not in waiting for h in held
+            )
+            if not held or free:
+                del blocked[key]
+                changed = True
+    return list(blocked.values())
+
+
+def _cycle(reqs: Requests, child: Lifecycle, held: list[Lifecycle]) -> list[Lifecycle]:
+    """The chain from the ancestor holding the child's model down to the child's parent."""
+    ancestors = reqs.ancestors(child.request_id)  # nearest first
+    holder_ids = {h.request_id for h in held}
+    for i, rid in enumerate(ancestors):
+        if rid in holder_ids:
+            chain = []
+            for a in reversed(ancestors[: i + 1]):
+                open_ = [c for c in reqs.by_id.get(a, []) if c.state == "EXECUTING"]
+                if open_:
+                    chain.append(open_[0])
+            return chain
+    return []

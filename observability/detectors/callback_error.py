@@ -1,0 +1,220 @@
+"""callback_error: an exception in a BLS done-callback or asyncio task, and the request it broke.
+
+Why it needs its own detector: asyncio prints these (``Exception in callback ...``, ``Task
+exception was never retrieved``) from the python stub straight into Triton's stream, with no
+log prefix and no timestamp, and nothing else records them. The awaiting request then either
+never gets its result (a hang) or answers an error; on 2.51 an error response from a python
+model is not logged at all and counts as a success in the statistics and metrics. So the
+traceback is the only server-side trace of the failure.
+
+Model: the innermost ``.../<model>/<version>/model.py`` frame (or the ``at``/``defined at``
+location asyncio prints), since the traceback may pass through wrappers such as our BLS
+instrumentation. Request: the log cannot tell which request's coroutine raised, so among
+the model's requests executing when the traceback was printed (or up to ``lookback_s``
+before: task exceptions are printed at garbage collection) that were released *without any
+response output* (an error response has no outputs) or are still open, the detector names
+the one whose BLS child answered just before (a done-callback runs on the child's response);
+it names none when that is not unique.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from observability import events as ev
+from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["CallbackErrorDetector", "Traceback", "tracebacks"]
+
+_STARTS = {
+    "Exception in callback": "callback",
+    "Task exception was never retrieved": "task",
+    "Exception in default exception handler": "callback",
+}
+_CONTINUES = ("handle:", "future:", "Traceback", "During handling", "The above exception", " ")
+_EXC = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
+_MODEL_FILE = re.compile(r"/([^/\s\"']+)/\d+/model\.py\b")
+_ANY_MODEL_FILE = re.compile(r"/([^/\s\"']+)/\d+/[^/\s\"']+\.py\b")
+
+ADVICE = (
+    "Fix the exception shown (a KeyError on an output name usually means the callback reads a "
+    "name the child model does not return: check its config's outputs). Asyncio only prints "
+    "these: wrap done-callback bodies in try/except and resolve the awaited future with "
+    "set_exception, await or add a done-callback to every task you create, and answer a "
+    "pb_utils.TritonError instead of waiting for a result that will never come. Count error "
+    "responses yourself (observability.bls callback/task wrappers do): Triton 2.51 counts a "
+    "python model's error response as a success."
+)
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """One asyncio error block as printed by a stub."""
+
+    kind: str
+    """``callback`` or ``task``."""
+    at_ns: int
+    offset: int
+    lines: tuple[str, ...]
+    model: str
+    exception: str
+
+
+def tracebacks(window: Window) -> list[Traceback]:
+    """Asyncio error blocks in the window's stub output, in order."""
+    out: list[Traceback] = []
+    block: list[ev.StubOutput] = []
+    for rec in window.logs(ev.StubOutput):
+        text = rec.text.rstrip("\r\n")
+        start = next((k for prefix, k in _STARTS.items() if text.startswith(prefix)), None)
+        if start is not None:
+            if block:
+                out.append(_traceback(block))
+            block = [rec]
+        elif block and (text.startswith(_CONTINUES) or _ends_block(block, text)):
+            block.append(rec)
+        elif block:
+            out.append(_traceback(block))
+            block = []
+    if block:
+        out.append(_traceback(block))
+    return out
+
+
+def _ends_block(block: list[ev.StubOutput], text: str) -> bool:
+    """The exception line (``KeyError: 'LOGITS'``) that closes a traceback."""
+    return (
+        any(r.text.startswith("Traceback") for r in block)
+        and not block[-1].text.startswith(tuple(_STARTS))
+        and _EXC.match(text) is not None
+        and _EXC.match(block[-1].text.rstrip()) is None
+    )
+
+
+def _traceback(block: list[ev.StubOutput]) -> Traceback:
+    lines = tuple(r.text.rstrip("\r\n") for r in block)
+    kind = next(k for prefix, k in _STARTS.items() if lines[0].startswith(prefix))
+    model = ""
+    for pattern in (_MODEL_FILE, _ANY_MODEL_FILE):
+        found = [m.group(1) for line in lines for m in pattern.finditer(line)]
+        if found:
+            model = found[-1]
+            break
+    exception = lines[-1] if len(lines) > 1 and _EXC.match(lines[-1]) else ""
+    if not exception:  # the task line says it: "... exception=KeyError('LOGITS')>"
+        m = re.search(r"exception=(\w+\(.*\))>", lines[0] + " " + " ".join(lines[1:2]))
+        exception = m.group(1) if m else ""
+    return Traceback(kind, block[0].at_ns, block[0].offset, lines, model, exception)
+
+
+@dataclass
+class CallbackErrorDetector:
+    """Every asyncio callback/task exception a stub printed, with its model and request."""
+
+    lookback_s: float = 1.0
+    severity_unattributed: Severity = Severity.WARNING
+    kind: str = "callback_error"
+
+    def detect(self, window: Window) -> list[Finding]:
+        blocks = tracebacks(window)
+        if not blocks:
+            return []
+        victims = _victims(blocks, requests_of(window), int(self.lookback_s * 1e9))
+        return [self._finding(window, tb, v) for tb, v in zip(blocks, victims, strict=True)]
+
+    def _finding(self, window: Window, tb: Traceback, victim: Lifecycle | None) -> Finding:
+        what = "a BLS done-callback" if tb.kind == "callback" else "an asyncio task"
+        model = tb.model or "unknown"
+        summary = f"{model}: {what} raised {tb.exception or 'an exception'}"
+        if tb.kind == "task":
+            summary += " and nobody retrieved it"
+        evidence = [Evidence("log", tb.at_ns, log_ref(tb.offset), "\n".join(tb.lines))]
+        if victim is None:
+            summary += "; the result it should have delivered is lost (the awaiting request "
+            summary += "hangs or answers an error, which Triton 2.51 logs nowhere)."
+            severity = self.severity_unattributed
+        else:
+            if victim.released_ns is None:
+                outcome = "is still waiting for it"
+            else:
+                outcome = "was then answered without any output (an error response, which "
+                outcome += "Triton 2.51 neither logs nor counts as a failure)"
+            summary += f"; request '{victim.request_id}' {outcome}."
+            severity = Severity.CRITICAL
+            evidence.append(_victim_evidence(victim))
+        return Finding(
+            kind=self.kind,
+            severity=severity,
+            model=model,
+            instance=victim.instance if victim else None,
+            request_id=victim.request_id if victim else None,
+            first_seen_ns=tb.at_ns,
+            last_seen_ns=tb.at_ns if victim is None else (victim.released_ns or window.until_ns),
+            summary=summary,
+            evidence=tuple(evidence),
+            advice=ADVICE,
+        )
+
+
+def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[Lifecycle | None]:
+    """For each traceback, the request of its model that it broke, or None when not unique.
+
+    Candidates executed around the traceback and got no response output (an error response,
+    or none yet). A done-callback runs when a BLS child's response arrives, so among several
+    candidates the one whose child was released within ``lookback_ns`` before the traceback
+    wins (a request hung on another child, for one, does not). A sweep over both in time
+    order keeps the cost linear in the log.
+    """
+    child_releases: dict[str, list[int]] = {}
+    for c in reqs.lifecycles:
+        if c.released_ns is not None and "." in c.request_id:
+            parent = reqs.parent_id(c.request_id)
+            if parent is not None:
+                child_releases.setdefault(parent, []).append(c.released_ns)
+    starts = sorted(
+        (c for c in reqs.lifecycles if c.executing_ns is not None and not c.outputs),
+        key=lambda c: c.executing_ns or 0,
+    )
+    order = sorted(range(len(blocks)), key=lambda i: blocks[i].at_ns)
+    active: dict[str, dict[int, Lifecycle]] = {}
+    used: set[int] = set()
+    out: list[Lifecycle | None] = [None] * len(blocks)
+    i = 0
+    for b in order:
+        tb = blocks[b]
+        while i < len(starts) and (starts[i].executing_ns or 0) <= tb.at_ns:
+            active.setdefault(starts[i].model, {})[id(starts[i])] = starts[i]
+            i += 1
+        pool = active.get(tb.model, {})
+        for key, c in list(pool.items()):
+            if c.released_ns is not None and c.released_ns < tb.at_ns - lookback_ns:
+                del pool[key]  # finished long before: never a candidate again
+        candidates = [c for key, c in pool.items() if key not in used]
+        answered = [
+            c
+            for c in candidates
+            if any(
+                tb.at_ns - lookback_ns <= t <= tb.at_ns
+                for t in child_releases.get(c.request_id, ())
+            )
+        ]
+        if len(answered) == 1 or (not answered and len(candidates) == 1):
+            victim = (answered or candidates)[0]
+            used.add(id(victim))
+            out[b] = victim
+    return out
+
+
+def _victim_evidence(c: Lifecycle) -> Evidence:
+    if c.released_ns is None:
+        detail = f"[request id: {c.request_id}] EXECUTING since {c.executing_ns}, not released"
+        return Evidence("log", c.executing_ns or 0, c.request_id, detail)
+    detail = (
+        f"[request id: {c.request_id}] Setting state from EXECUTING to RELEASED "
+        f"(model {c.model}, no 'add response output' line: an error response)"
+    )
+    ref = log_ref(c.released_offset) if c.released_offset is not None else c.request_id
+    return Evidence("log", c.released_ns, ref, detail)

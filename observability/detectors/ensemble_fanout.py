@@ -1,0 +1,97 @@
+"""ensemble_fanout: an ensemble refused at load because a step reads a tensor nobody writes.
+
+Why: the "is not written" error (server#7366, #4560) is only in the server log, never in an
+API answer. With ``--exit-on-error=false`` the server stays up and ``/v2/health/ready`` says
+200 while every request to the ensemble fails with "unknown model"; the repository index
+shows the name with no state or reason. The usual cause is fanning one tensor out to two
+steps by naming the producer's *model-side* output (``OUTPUT``) in a consumer's
+``input_map`` instead of the ensemble tensor (``shared``). Triton reports only the first
+unreachable output, so a fix can reveal the next one.
+
+One tensor feeding two steps through a proper ensemble tensor loads and works on 2.51, so
+that wiring alone is not reported: only the load error is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from observability import events as ev
+from observability.detectors.requests import log_ref
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["EnsembleFanoutDetector"]
+
+NOT_WRITTEN = re.compile(
+    r"output '(?P<output>[^']+)' for ensemble '(?P<ensemble>[^']+)' is not written: at least "
+    r"one of its depending tensors, '(?P<tensor>[^']+)', is not connected"
+)
+
+
+@dataclass
+class EnsembleFanoutDetector:
+    max_evidence: int = 5
+    kind: str = "ensemble_fanout"
+
+    def detect(self, window: Window) -> list[Finding]:
+        groups: dict[str, list[tuple[object, re.Match[str]]]] = {}
+        for rec in window.logs(ev.ModelStateChange, ev.ErrorLine):
+            text = rec.detail if isinstance(rec, ev.ModelStateChange) else rec.text
+            m = NOT_WRITTEN.search(text)
+            if m is not None:
+                groups.setdefault(m["ensemble"], []).append((rec, m))
+        return [self._finding(name, hits) for name, hits in groups.items()]
+
+    def _finding(self, ensemble: str, hits: list[tuple[object, re.Match[str]]]) -> Finding:
+        _, m = hits[-1]
+        output, tensor = m["output"], m["tensor"]
+        summary = (
+            f"Ensemble '{ensemble}' failed to load ({len(hits)} attempt(s)): its output "
+            f"'{output}' is never written because the tensor '{tensor}' it depends on is not "
+            f"produced by any step; every request to '{ensemble}' fails with 'unknown model' "
+            "while the server reports ready."
+        )
+        advice = (
+            f"In {ensemble}/config.pbtxt, find the step whose input_map value is '{tensor}' "
+            "and make it name an ensemble tensor that an earlier step's output_map writes (the "
+            "value side of output_map, not the producing model's own output name): to feed "
+            "one tensor to two steps, map the producer's output to one ensemble tensor and "
+            "use that name in both consumers' input_map. Or route through an explicit fan-out "
+            "step that copies the tensor into one output per consumer (the shipped fix: "
+            "observability/lab/repos/ensemble_fanout_fixed). Then reload it "
+            f"(POST /v2/repository/models/{ensemble}/load); Triton reports only the first "
+            "unreachable output, so check the log again after the fix (server#7366, #4560)."
+        )
+        evidence = tuple(
+            Evidence("log", _at(rec), log_ref(_offset(rec)), _line(rec))
+            for rec, _hit in hits[: self.max_evidence]
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=ensemble,
+            first_seen_ns=_at(hits[0][0]),
+            last_seen_ns=_at(hits[-1][0]),
+            summary=summary,
+            evidence=evidence,
+            advice=advice,
+        )
+
+
+def _line(rec: object) -> str:
+    """The log message as Triton wrote it (the parser splits the poll line in two)."""
+    if isinstance(rec, ev.ModelStateChange):
+        if rec.header.source_file == "model_repository_manager.cc":
+            return f"Poll failed for model directory '{rec.model}': {rec.detail}"
+        return f"failed to load '{rec.model}': {rec.detail}"
+    return rec.text if isinstance(rec, ev.ErrorLine) else str(rec)
+
+
+def _at(rec: object) -> int:
+    return int(rec.header.at_ns)  # type: ignore[attr-defined]
+
+
+def _offset(rec: object) -> int:
+    return int(rec.header.offset)  # type: ignore[attr-defined]

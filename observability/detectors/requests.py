@@ -1,0 +1,227 @@
+"""Per-request lifecycles rebuilt from Triton's verbose log, shared by the request detectors.
+
+Triton 2.51 logs each request's state machine (``INITIALIZED to PENDING``, ``PENDING to
+EXECUTING``, ``EXECUTING to RELEASED``) with its id but without its model; the model is on the
+``prepared:`` line, the instance on the ``model M, instance I, executing N requests`` line
+that follows the batch's ``PENDING to EXECUTING`` lines, and response shapes on
+``add response output`` lines that name neither model nor request. This module joins them
+once, in one pass (linear in the log), so every detector reads the same answer:
+
+* One id can have several lifecycles open at once: an ensemble and each of its steps share
+  the client's id (``pipeline`` EXECUTING, then ``preprocess`` with the same id). Lifecycles
+  of one id are paired last-in-first-out (a step is released before its ensemble), and a
+  ``PENDING to EXECUTING`` takes the oldest queued lifecycle of the id.
+* Requests without an id (``<id_unknown>``, logged as ``""``) cannot be told apart and are
+  left out; set request ids (the demo derives ``<parent>.<child>`` ids for BLS children).
+* A response output is joined to the lifecycle released next among those executing when it
+  was written, one output per name per release: a python model sends its response inside
+  ``execute`` and Triton releases the request right after, and a batch of N requests writes N
+  outputs of the same name before its N releases. (Joining to "the preceding executing line
+  of the same pid" does not work: 2.51 prints the process id, the same on every line.)
+* BLS parentage comes from ids: ``a.b.c`` is a child of the longest prefix ``a.b`` or ``a``
+  that is itself a request in the window.
+
+Results are cached per window object, so several detectors over one window pay once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from observability import events as ev
+from observability.detectors.window import Window
+
+__all__ = ["Lifecycle", "Requests", "log_ref", "requests_of"]
+
+_MAX_UNCLAIMED_OUTPUTS = 512
+"""Response outputs waiting for a release; older ones are dropped (their request was never
+released in the window, e.g. a decoupled sender), which keeps each release's scan bounded."""
+
+
+def log_ref(offset: int) -> str:
+    """The evidence reference of a log line: file and byte offset, stable across re-reads."""
+    return f"triton.log@{offset}"
+
+
+@dataclass(eq=False)
+class Lifecycle:
+    """One request (or ensemble step) as the log tells it; ``None`` for what was not seen."""
+
+    request_id: str
+    model: str = ""
+    prepared_ns: int | None = None
+    pending_ns: int | None = None
+    executing_ns: int | None = None
+    released_ns: int | None = None
+    instance: str | None = None
+    pending_offset: int | None = None
+    executing_offset: int | None = None
+    released_offset: int | None = None
+    outputs: list[ev.ResponseOutput] = field(default_factory=list)
+
+    @property
+    def started_ns(self) -> int | None:
+        """When it entered Triton (queued or, if the queueing was not seen, executing)."""
+        return self.pending_ns if self.pending_ns is not None else self.executing_ns
+
+    @property
+    def open(self) -> bool:
+        return self.released_ns is None and self.started_ns is not None
+
+    @property
+    def state(self) -> str:
+        if self.released_ns is not None:
+            return "RELEASED"
+        if self.executing_ns is not None:
+            return "EXECUTING"
+        return "PENDING" if self.pending_ns is not None else "INITIALIZED"
+
+
+@dataclass
+class Requests:
+    """Every lifecycle of a window in start order, with indexes the detectors need."""
+
+    lifecycles: list[Lifecycle]
+    by_id: dict[str, list[Lifecycle]]
+    instances: dict[str, set[str]]
+    """Model -> instance names seen executing in the window (a lower bound of its count)."""
+
+    def parent_id(self, request_id: str) -> str | None:
+        """The nearest id prefix (``a.b`` of ``a.b.c``) that is a request in the window."""
+        rid = request_id
+        while "." in rid:
+            rid = rid.rpartition(".")[0]
+            if rid in self.by_id:
+                return rid
+        return None
+
+    def outermost(self, request_id: str) -> Lifecycle | None:
+        """The request the client sent under this id (an ensemble, not one of its steps)."""
+        found = self.by_id.get(request_id)
+        return found[0] if found else None
+
+    def open_children(self, parent_ids: Iterable[str]) -> dict[str, list[Lifecycle]]:
+        """Open lifecycles of BLS children (any depth), grouped by their nearest parent id."""
+        wanted = set(parent_ids)
+        out: dict[str, list[Lifecycle]] = {}
+        if not wanted:
+            return out
+        for cycle in self.lifecycles:
+            if not cycle.open or "." not in cycle.request_id:
+                continue
+            parent = self.parent_id(cycle.request_id)
+            if parent in wanted:
+                out.setdefault(parent, []).append(cycle)
+        return out
+
+    def ancestors(self, request_id: str) -> list[str]:
+        """Parent ids of a request, nearest first."""
+        out = []
+        rid: str | None = request_id
+        while rid is not None:
+            rid = self.parent_id(rid)
+            if rid is not None:
+                out.append(rid)
+        return out
+
+
+_cache: dict[int, tuple[weakref.ref[Window], Requests]] = {}
+
+
+def requests_of(window: Window) -> Requests:
+    """The window's request lifecycles, built once per window object."""
+    hit = _cache.get(id(window))
+    if hit is not None and hit[0]() is window:
+        return hit[1]
+    result = build(
+        window.logs(
+            ev.RequestPrepared, ev.RequestStateChange, ev.InstanceExecuting, ev.ResponseOutput
+        )
+    )
+    key = id(window)
+    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    return result
+
+
+def build(records: Iterable[object]) -> Requests:
+    """Lifecycles from log records in time order (pure; exposed for tests and benchmarks)."""
+    lifecycles: list[Lifecycle] = []
+    by_id: dict[str, list[Lifecycle]] = {}
+    prepared: dict[str, deque[Lifecycle]] = {}
+    queued: dict[str, deque[Lifecycle]] = {}
+    executing: dict[str, list[Lifecycle]] = {}
+    awaiting_instance: dict[str, list[Lifecycle]] = {}
+    instances: dict[str, set[str]] = {}
+    unclaimed: deque[ev.ResponseOutput] = deque(maxlen=_MAX_UNCLAIMED_OUTPUTS)
+
+    def new(rid: str) -> Lifecycle:
+        cycle = Lifecycle(rid)
+        lifecycles.append(cycle)
+        by_id.setdefault(rid, []).append(cycle)
+        return cycle
+
+    for rec in records:
+        if isinstance(rec, ev.RequestStateChange):
+            rid = rec.request_id
+            if not rid:
+                continue
+            at = rec.header.at_ns
+            to = rec.to_state
+            if to == "PENDING":
+                waiting = prepared.get(rid)
+                cycle = waiting.popleft() if waiting else new(rid)
+                cycle.pending_ns, cycle.pending_offset = at, rec.header.offset
+                queued.setdefault(rid, deque()).append(cycle)
+            elif to == "EXECUTING":
+                waiting = queued.get(rid)
+                cycle = waiting.popleft() if waiting else new(rid)
+                cycle.executing_ns, cycle.executing_offset = at, rec.header.offset
+                executing.setdefault(rid, []).append(cycle)
+                if cycle.model:
+                    batch = awaiting_instance.setdefault(cycle.model, [])
+                    batch.append(cycle)
+                    if len(batch) > _MAX_UNCLAIMED_OUTPUTS:  # a backend that never says
+                        del batch[0]
+            elif to == "RELEASED":
+                stack = executing.get(rid)
+                if stack:
+                    cycle = stack.pop()
+                else:  # released from the queue (cancelled), or started before the window
+                    waiting = queued.get(rid)
+                    cycle = waiting.pop() if waiting else new(rid)
+                cycle.released_ns, cycle.released_offset = at, rec.header.offset
+                _claim(cycle, unclaimed)
+        elif isinstance(rec, ev.RequestPrepared):
+            if rec.request_id:
+                cycle = new(rec.request_id)
+                cycle.model, cycle.prepared_ns = rec.model, rec.header.at_ns
+                prepared.setdefault(rec.request_id, deque()).append(cycle)
+        elif isinstance(rec, ev.InstanceExecuting):
+            instances.setdefault(rec.model, set()).add(rec.instance)
+            batch = awaiting_instance.pop(rec.model, [])
+            for cycle in batch[-rec.count :] if rec.count > 0 else ():
+                cycle.instance = rec.instance
+        elif isinstance(rec, ev.ResponseOutput):
+            unclaimed.append(rec)
+    return Requests(lifecycles, by_id, instances)
+
+
+def _claim(cycle: Lifecycle, unclaimed: deque[ev.ResponseOutput]) -> None:
+    """Give a released lifecycle the earliest unclaimed output of each name written while it
+    executed; outputs written before it started belong to someone else and stay."""
+    start = cycle.executing_ns
+    if start is None or not unclaimed:
+        return
+    taken: dict[str, int] = {}
+    for i, out in enumerate(unclaimed):
+        if out.header.at_ns >= start and out.output not in taken:
+            taken[out.output] = i
+    if not taken:
+        return
+    for i in sorted(taken.values(), reverse=True):
+        cycle.outputs.append(unclaimed[i])
+        del unclaimed[i]
+    cycle.outputs.reverse()

@@ -1,0 +1,35 @@
+"""callback_error on the recorded real run: the demo's failing done-callback and task."""
+
+from __future__ import annotations
+
+from observability.detectors import Window
+from observability.detectors.callback_error import CallbackErrorDetector, tracebacks
+from observability.findings import Severity
+
+
+def test_callback_and_task_exceptions_are_found_on_router(faulty: Window) -> None:
+    findings = CallbackErrorDetector().detect(faulty)
+    assert [(f.kind, f.model, f.request_id) for f in findings] == [
+        ("callback_error", "router", "demo-callback-0"),
+        ("callback_error", "router", "demo-task_error-0"),
+    ]
+    callback, task = findings
+    assert "done-callback raised KeyError: 'LOGITS'" in callback.summary
+    assert "asyncio task raised KeyError" in task.summary
+    assert all(f.severity is Severity.CRITICAL for f in findings)
+    assert callback.evidence[0].detail.startswith("Exception in callback ")
+    assert callback.evidence[0].detail.endswith("KeyError: 'LOGITS'")
+    assert task.evidence[0].detail.startswith("Task exception was never retrieved")
+    assert all(f.instance and f.instance.startswith("router_") for f in findings)
+
+
+def test_traceback_blocks_take_the_model_from_the_innermost_model_file(faulty: Window) -> None:
+    blocks = tracebacks(faulty)
+    assert [(b.kind, b.model, b.exception) for b in blocks] == [
+        ("callback", "router", "KeyError: 'LOGITS'"),
+        ("task", "router", "KeyError: 'LOGITS'"),
+    ]
+
+
+def test_healthy_twin_has_no_callback_error(healthy: Window) -> None:
+    assert CallbackErrorDetector().detect(healthy) == []

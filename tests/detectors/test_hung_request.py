@@ -1,0 +1,61 @@
+"""hung_request on the recorded real runs (the hang and the deadlock are still open at the
+window's end) and its healthy twin; also every detector of this family on the healthy twin."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from observability.detectors import Window
+from observability.detectors.bls_deadlock import BlsDeadlockDetector
+from observability.detectors.callback_error import CallbackErrorDetector
+from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
+from observability.detectors.hung_request import HungRequestDetector
+from observability.detectors.shape_growth import ShapeGrowthDetector
+from observability.detectors.stub_unhealthy import StubUnhealthyDetector
+from observability.findings import Severity
+
+
+def test_hung_router_request_names_the_detector_call_it_waits_on(faulty: Window) -> None:
+    findings = {f.request_id: f for f in HungRequestDetector().detect(faulty)}
+    hang = findings["demo-hang-0"]
+    assert (hang.kind, hang.model, hang.severity) == ("hung_request", "router", Severity.CRITICAL)
+    assert hang.instance is not None and hang.instance.startswith("router_")
+    assert "'demo-hang-0.detector' to detector" in hang.summary
+    assert [e.ref.startswith("triton.log@") for e in hang.evidence] == [True, True]
+    assert "asyncio.wait_for" in hang.advice
+
+
+def test_deadlocked_parent_is_hung_and_its_child_is_not_reported_twice(faulty: Window) -> None:
+    findings = HungRequestDetector().detect(faulty)
+    ids = sorted(f.request_id or "" for f in findings)
+    assert ids == ["demo-deadlock-0", "demo-hang-0"]  # children only inside their parent's
+    deadlock = next(f for f in findings if f.request_id == "demo-deadlock-0")
+    assert deadlock.model == "generate"
+    assert "'demo-deadlock-0.generate' to generate, queued" in deadlock.summary
+
+
+def test_deadline_is_configurable(faulty: Window) -> None:
+    assert HungRequestDetector(deadline_s=3600).detect(faulty) == []
+
+
+def test_healthy_twin_has_no_hung_request(healthy: Window) -> None:
+    assert HungRequestDetector().detect(healthy) == []
+
+
+def test_every_detector_of_this_family_is_silent_on_the_healthy_twin(healthy: Window) -> None:
+    detectors = [
+        HungRequestDetector(),
+        BlsDeadlockDetector(),
+        CallbackErrorDetector(),
+        ShapeGrowthDetector(),
+        StubUnhealthyDetector(),
+        EnsembleFanoutDetector(),
+    ]
+    findings = [f for d in detectors for f in d.detect(healthy)]  # run_detectors hides errors
+    loud = [f.to_dict() for f in findings if f.severity.rank >= Severity.WARNING.rank]
+    assert loud == []
+
+
+def test_a_request_released_before_the_end_is_not_hung(faulty: Window) -> None:
+    early = replace(faulty, until_ns=faulty.since_ns + 5_000_000_000)
+    assert HungRequestDetector().detect(early) == []

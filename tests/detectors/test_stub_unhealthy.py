@@ -1,0 +1,121 @@
+"""stub_unhealthy on a real Triton 2.51: a python stub killed with SIGKILL, then a BLS call."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tritonclient.http as http
+
+from collectors.logs.parser import parse_bytes
+from observability.detectors import Window
+from observability.detectors.stub_unhealthy import StubUnhealthyDetector, model_of_instance
+from observability.findings import Severity
+
+pytestmark = pytest.mark.lab
+
+_CONFIG = """name: "{name}"
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "INPUT0" data_type: TYPE_INT64 dims: [ -1 ] }} ]
+output [ {{ name: "OUTPUT0" data_type: TYPE_INT64 dims: [ -1 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+_PLAIN = """import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [
+            pb_utils.InferenceResponse([pb_utils.Tensor(
+                "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() + 1)])
+            for r in requests
+        ]
+"""
+_BLS = """import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            child = pb_utils.InferenceRequest(
+                model_name="plain", requested_output_names=["OUTPUT0"],
+                inputs=[pb_utils.Tensor("INPUT0", x)], request_id=r.request_id() + ".plain")
+            resp = child.exec()
+            if resp.has_error():
+                raise pb_utils.TritonModelException(resp.error().message())
+            y = pb_utils.get_output_tensor_by_name(resp, "OUTPUT0").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", y)]))
+        return out
+"""
+
+
+def _repo(root: Path) -> Path:
+    for name, code in (("plain", _PLAIN), ("bls", _BLS)):
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(_CONFIG.format(name=name))
+        (root / name / "1" / "model.py").write_text(code)
+    return root
+
+
+def _infer(url: str, request_id: str) -> str:
+    client = http.InferenceServerClient(url.removeprefix("http://"), network_timeout=30)
+    inp = http.InferInput("INPUT0", [3], "INT64")
+    inp.set_data_from_numpy(np.arange(3, dtype=np.int64))
+    try:
+        client.infer("bls", [inp], request_id=request_id)
+        return "ok"
+    except Exception as exc:
+        return f"error: {exc}"
+    finally:
+        client.close()
+
+
+def _events(log: Path) -> list[object]:
+    return parse_bytes(log.read_bytes(), year=datetime.now(timezone.utc).year)
+
+
+def test_instance_names_map_to_models() -> None:
+    assert model_of_instance("router_0_7") == "router"
+    assert model_of_instance("my_model_1_12") == "my_model"
+    assert model_of_instance("odd") == "odd"
+
+
+def test_killed_stub_is_found_through_its_bls_parent(lab_factory, tmp_path: Path) -> None:
+    lab = lab_factory(_repo(tmp_path / "repo"), name="stub", trace=False, exit_timeout_s=5)
+    try:
+        # Healthy twin: the same BLS requests on the same server before the kill.
+        assert [_infer(lab.http_url, f"stub-before-{i}") for i in range(3)] == ["ok"] * 3
+        killed_ns = time.time_ns()
+        stubs = [
+            pid
+            for pid, cmd in lab.lab_processes().items()
+            if "triton_python_backend_stub" in cmd and " plain_0_0 " in f"{cmd} "
+        ]
+        assert len(stubs) == 1, lab.lab_processes()
+        os.kill(stubs[0], signal.SIGKILL)
+        time.sleep(1.0)
+        assert _infer(lab.http_url, "stub-after-0").startswith("error")
+    finally:
+        lab.stop()  # Triton flushes its log at exit: read it whole afterwards
+    events = _events(lab.log_path)
+    healthy = StubUnhealthyDetector().detect(Window(0, killed_ns, events=events))
+    assert [f for f in healthy if f.severity.rank >= Severity.WARNING.rank] == []
+    findings = StubUnhealthyDetector().detect(Window(0, time.time_ns(), events=events))
+    assert len(findings) == 1, findings
+    (finding,) = findings
+    assert (finding.kind, finding.model, finding.instance) == (
+        "stub_unhealthy",
+        "plain",
+        "plain_0_0",
+    )
+    assert finding.request_id == "stub-after-0"
+    assert finding.severity is Severity.CRITICAL
+    assert "Stub process 'plain_0_0' is not healthy" in finding.evidence[0].detail
