@@ -78,7 +78,7 @@ def test_load_summary_against_the_lab(triton_lab: TritonLab) -> None:
 def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     run_dir = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "observability.cli", "demo", "--duration", "36", "--no-ui",
+        [sys.executable, "-m", "observability.cli", "demo", "--duration", "40", "--no-ui",
          "--run-dir", str(run_dir)],
         capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "220"},
     )  # fmt: skip
@@ -94,6 +94,9 @@ def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     assert re.search(r"deadlock: demo-deadlock-0 timed out", out)
     assert re.search(r"callback: demo-callback-0 failed", out)
     assert "is not written" in out
+    # Every injected fault was found, with the right kind and model.
+    table = out[out.index("injected → found") :]
+    assert table.count("yes") == 9 and "missing" not in table, table
     log = (run_dir / "triton.log").read_text(errors="replace")
     assert "Exception in callback" in log and "Task exception was never retrieved" in log
     assert list(run_dir.glob("trace.json.*")), "traces are written as they complete"
