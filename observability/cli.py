@@ -24,6 +24,26 @@ app = typer.Typer(
 console = Console()
 err_console = Console(stderr=True)
 
+# Options shared by the commands that read a live Triton (capture, collect, watch).
+StoreOpt = Annotated[Path, typer.Option(help="SQLite store file (created if missing)")]
+TritonUrlOpt = Annotated[
+    str | None, typer.Option("--url", help="Triton HTTP, e.g. http://127.0.0.1:8000")
+]
+MetricsUrlOpt = Annotated[
+    str | None, typer.Option("--metrics-url", help="e.g. http://127.0.0.1:8002/metrics")
+]
+LogOpt = Annotated[Path | None, typer.Option("--log", help="Triton's verbose log file")]
+TraceOpt = Annotated[
+    Path | None, typer.Option("--trace", help="the trace file given to Triton (F.N files too)")
+]
+OtlpPortOpt = Annotated[
+    int | None, typer.Option("--otlp-port", help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
+]
+UntilOpt = Annotated[
+    float | None,
+    typer.Option("--duration", min=0.1, help="stop after S seconds (default: Ctrl-C)"),
+]
+
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
@@ -182,18 +202,14 @@ def demo(
 @app.command()
 def capture(
     out: Annotated[Path, typer.Option(help="new folder for the bundle")],
-    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
-    metrics_url: Annotated[
-        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
-    ] = None,
-    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file")] = None,
-    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
+    url: TritonUrlOpt = None,
+    metrics_url: MetricsUrlOpt = None,
+    log: LogOpt = None,
+    trace: TraceOpt = None,
     duration: Annotated[float, typer.Option(min=0.1, help="seconds to record")] = 30.0,
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between snapshots")] = 1.0,
     log_from_start: Annotated[bool, typer.Option(help="copy the whole log")] = False,
-    otlp_port: Annotated[
-        int | None, typer.Option(help="also receive OTLP/HTTP spans on 127.0.0.1:PORT")
-    ] = None,
+    otlp_port: OtlpPortOpt = None,
 ) -> None:
     """Record a bundle (log, traces, /metrics and stats snapshots) from a live Triton."""
     from observability.bundle import CaptureConfig
@@ -225,7 +241,7 @@ def capture(
 @app.command()
 def ingest(
     bundle: Annotated[Path, typer.Argument(help="bundle folder")],
-    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
+    store: StoreOpt,
 ) -> None:
     """Replay a bundle into a store, with the bundle's timestamps; twice stores nothing twice."""
     from observability.bundle import BundleError
@@ -245,23 +261,17 @@ def ingest(
 
 @app.command()
 def collect(
-    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
-    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
-    metrics_url: Annotated[
-        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
-    ] = None,
-    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file to tail")] = None,
-    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
-    otlp_port: Annotated[
-        int | None, typer.Option(help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
-    ] = None,
+    store: StoreOpt,
+    url: TritonUrlOpt = None,
+    metrics_url: MetricsUrlOpt = None,
+    log: LogOpt = None,
+    trace: TraceOpt = None,
+    otlp_port: OtlpPortOpt = None,
     port: Annotated[
         int | None, typer.Option(help="serve our own /metrics on 127.0.0.1:PORT")
     ] = None,
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between scrapes")] = 1.0,
-    duration: Annotated[
-        float | None, typer.Option(min=0.1, help="stop after S seconds (default: Ctrl-C)")
-    ] = None,
+    duration: UntilOpt = None,
 ) -> None:
     """Run every collector live into a store, serving the collector's own /metrics."""
     from observability.collect import CollectConfig, CollectRunner
@@ -326,23 +336,17 @@ def analyze(
 
 @app.command()
 def watch(
-    store: Annotated[Path, typer.Option(help="SQLite store file (created if missing)")],
-    url: Annotated[str | None, typer.Option(help="Triton HTTP, e.g. http://127.0.0.1:8000")] = None,
-    metrics_url: Annotated[
-        str | None, typer.Option(help="e.g. http://127.0.0.1:8002/metrics")
-    ] = None,
-    log: Annotated[Path | None, typer.Option(help="Triton's verbose log file to tail")] = None,
-    trace: Annotated[Path | None, typer.Option(help="the trace file given to Triton")] = None,
-    otlp_port: Annotated[
-        int | None, typer.Option(help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
-    ] = None,
+    store: StoreOpt,
+    url: TritonUrlOpt = None,
+    metrics_url: MetricsUrlOpt = None,
+    log: LogOpt = None,
+    trace: TraceOpt = None,
+    otlp_port: OtlpPortOpt = None,
     port: Annotated[int, typer.Option(help="serve /metrics on 127.0.0.1:PORT (0: any)")] = 9464,
     deadline: Annotated[
         float, typer.Option(min=0.1, help="seconds before a running request counts as hung")
     ] = 10.0,
-    duration: Annotated[
-        float | None, typer.Option(min=0.1, help="stop after S seconds (default: Ctrl-C)")
-    ] = None,
+    duration: UntilOpt = None,
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics."""
     from rich.panel import Panel
