@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("metrics_parse", "log_parse", "ingest_log")
+MODULES = ("metrics_parse", "log_parse", "ingest_log", "analyze_bundle")
 
 
 def main() -> int:

@@ -6,12 +6,11 @@ over the bundle's own window, evaluated at its end: the same rules ``watch`` app
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from observability.bundle import open_bundle
-from observability.bundle.ingest import ingest
+from observability.bundle.ingest import IngestReport, bundle_events, ingest
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.findings import Finding, parse_iso
@@ -42,21 +41,52 @@ def analyze_store(
 def analyze_bundle(
     root: Path | str, store_path: Path | None = None, **settings: object
 ) -> AnalysisResult:
+    """Findings of a bundle. Without ``store_path`` the events stay in memory (no store to
+    write: several times faster on a large log); with it they are ingested and kept."""
     bundle = open_bundle(root)
     meta = bundle.meta
-    with (
-        tempfile.TemporaryDirectory(prefix="triton-obs-analyze-") as tmp,
-        Store(store_path or Path(tmp) / "store.db") as store,
-    ):
-        report = ingest(root, store)
-        span = store.time_range()
-        try:
-            since, until = parse_iso(meta.started_at), parse_iso(meta.ended_at)
-        except ValueError:
-            if span is None:
+    if store_path is not None:
+        with Store(store_path) as store:
+            report = ingest(root, store)
+            since, until = _bounds(meta.started_at, meta.ended_at, store.time_range())
+            if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
-            since, until = span
-        if span is not None:
-            since = min(since, span[0])
-        findings = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
-    return AnalysisResult(findings, report.notes)
+            findings = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
+        return AnalysisResult(findings, report.notes)
+    report = IngestReport(meta.bundle_id, notes=list(bundle.notes))
+    events = [e for _part, _source, batch in bundle_events(bundle, report) for e in batch]
+    since, until = _bounds(meta.started_at, meta.ended_at, _event_range(events))
+    if since is None or until is None:
+        return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
+    window = Window(
+        since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
+    )
+    return AnalysisResult(run_detectors(default_detectors(**settings), window), report.notes)
+
+
+def _event_range(events: list[object]) -> tuple[int, int] | None:
+    stamps = [t for e in events if (t := _time_of(e))]
+    return (min(stamps), max(stamps)) if stamps else None
+
+
+def _time_of(event: object) -> int:
+    header = getattr(event, "header", None)
+    if header is not None:
+        return int(header.at_ns)
+    return int(getattr(event, "at_ns", 0) or getattr(event, "start_ns", 0) or 0)
+
+
+def _bounds(
+    started_at: str, ended_at: str, span: tuple[int, int] | None
+) -> tuple[int | None, int | None]:
+    """The window: the capture's own start and end, widened to the first event seen (a log
+    copied from its start holds requests older than the capture)."""
+    try:
+        since, until = parse_iso(started_at), parse_iso(ended_at)
+    except ValueError:
+        if span is None:
+            return None, None
+        since, until = span
+    if span is not None:
+        since = min(since, span[0])
+    return since, until

@@ -387,6 +387,15 @@ def watch(
     console.print(f"{len(watcher.known)} findings active at exit")
 
 
+def _mount_dashboards() -> None:
+    from dashboards.cli import app as dashboards_app
+
+    app.add_typer(dashboards_app, name="dashboards", help="Grafana dashboards as code.")
+
+
+_mount_dashboards()
+
+
 def main() -> None:
     app()
 

@@ -16,7 +16,10 @@ from observability.lab import TritonLab
 from observability.lab.processes import processes_mentioning
 
 runner = CliRunner()
-COMMANDS = ["version", "lab", "load", "demo"]
+COMMANDS = [
+    "version", "lab", "load", "demo", "capture", "ingest", "collect", "analyze", "watch",
+    "dashboards",
+]  # fmt: skip
 
 
 def test_every_command_has_a_one_line_help() -> None:

@@ -60,7 +60,10 @@ class HungRequestDetector:
             if rid in reported or any(a in hung_ids for a in reqs.ancestors(rid)):
                 continue  # named in its parent's finding
             reported.add(rid)
-            outer = reqs.outermost(rid) or cycle
+            outer = reqs.outermost(rid)
+            if outer is None or not outer.open or outer.executing_ns is None:
+                # An id reused by another request (clients do reuse ids): report this one.
+                outer = cycle
             steps = [c for c in reqs.by_id[rid] if c.open and c is not outer]
             waits = _leaves(reqs, children, rid) + steps
             out.append(self._finding(window, reqs, outer, waits))

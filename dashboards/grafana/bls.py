@@ -1,0 +1,168 @@
+"""BLS pipelines rows: calls per parent->child edge, in-flight vs thread-pool capacity,
+executor wait, hung calls, callback errors and dropped spans.
+
+These series come from the in-model library on Triton's own /metrics (pb_utils counters, no
+``_total``). Their ``instance`` label is the model instance; Prometheus keeps the target's
+``instance`` and renames the library's to ``exported_instance``.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from grafana_foundation_sdk.builders import dashboard
+
+from dashboards.grafana.common import RATE, query, stat_panel, timeseries_panel
+
+__all__ = ["SEL", "calls_row", "capacity_row", "errors_row", "tempo_explore_url"]
+
+SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
+EDGE = 'job=~"$job",instance=~"$instance",parent=~"$model"'
+
+
+def tempo_explore_url(traceql: str) -> str:
+    """An Explore link into the provisioned Tempo datasource (uid ``tempo``): metrics carry no
+    trace ids, so the link searches the spans the library exports instead."""
+    left = {
+        "datasource": "tempo",
+        "queries": [{"refId": "A", "queryType": "traceql", "query": traceql}],
+        "range": {"from": "${__from}", "to": "${__to}"},
+    }
+    return "/explore?left=" + quote(json.dumps(left, sort_keys=True, separators=(",", ":")))
+
+
+def calls_row() -> list[dashboard.Row | object]:
+    calls = f"rate(triton_obs_bls_calls{{{EDGE}}}[{RATE}])"
+    return [
+        dashboard.Row("BLS calls"),
+        stat_panel(
+            "BLS calls/s",
+            "All finished BLS calls of the selected parents.",
+            f"sum({calls})",
+            unit="reqps",
+        ),
+        stat_panel(
+            "Not ok",
+            "Share of BLS calls whose outcome is not ok (error, exception, cancelled).",
+            f'sum(rate(triton_obs_bls_calls{{{EDGE},outcome!="ok"}}[{RATE}])) / sum({calls})',
+            unit="percentunit",
+        ),
+        stat_panel(
+            "Hung now",
+            "BLS calls in flight past the library's deadline.",
+            f"sum(triton_obs_bls_hung{{{EDGE}}})",
+        ),
+        stat_panel(
+            "Callback errors (range)",
+            "Exceptions in callbacks and tasks over the time range.",
+            f"sum(increase(triton_obs_bls_callback_errors{{{SEL}}}[$__range]))",
+        ),
+        timeseries_panel(
+            "Calls/s by parent -> child and outcome",
+            "rate(triton_obs_bls_calls): one series per edge of the pipeline and outcome.",
+            [
+                query(
+                    f"sum by (parent, child, outcome) ({calls})",
+                    "{{parent}} -> {{child}} {{outcome}}",
+                )
+            ],
+            unit="reqps",
+            span=24,
+        ),
+    ]
+
+
+def capacity_row() -> list[dashboard.Row | object]:
+    return [
+        dashboard.Row("In flight vs thread-pool capacity"),
+        timeseries_panel(
+            "In flight vs capacity per model instance",
+            "Calls in flight (and the peak) against the threads they can hold: the python "
+            "backend's thread-pool-size and asyncio's default executor. In flight at capacity "
+            "= thread-pool exhaustion.",
+            [
+                query(
+                    f"sum by (model, exported_instance) (triton_obs_bls_inflight{{{SEL}}})",
+                    "in flight {{exported_instance}}",
+                ),
+                query(
+                    f"max by (model, exported_instance) (triton_obs_bls_inflight_peak{{{SEL}}})",
+                    "peak {{exported_instance}}",
+                ),
+                query(
+                    f"min by (model, exported_instance, pool) "
+                    f"(triton_obs_bls_thread_pool_capacity{{{SEL}}})",
+                    "capacity {{pool}} {{exported_instance}}",
+                ),
+            ],
+        ),
+        timeseries_panel(
+            "Executor: waiting now and mean wait",
+            "async_exec calls queued for an asyncio executor thread, and the mean wait "
+            "(rate of wait seconds / rate of measured waits).",
+            [
+                query(
+                    f"sum by (model) (triton_obs_bls_executor_waiting{{{SEL}}})",
+                    "waiting {{model}}",
+                ),
+                query(
+                    f"sum by (model) (rate(triton_obs_bls_executor_wait_seconds{{{SEL}}}"
+                    f"[{RATE}])) / sum by (model) (rate(triton_obs_bls_executor_waits"
+                    f"{{{SEL}}}[{RATE}]))",
+                    "mean wait (s) {{model}}",
+                ),
+            ],
+        ),
+    ]
+
+
+def errors_row() -> list[dashboard.Row | object]:
+    hung = timeseries_panel(
+        "Hung BLS calls by edge",
+        "triton_obs_bls_hung now, and calls ever reported hung per window. The link opens "
+        "the bls.call.hung spans (waiting stack, request ids) in Tempo.",
+        [
+            query(
+                f"sum by (parent, child) (triton_obs_bls_hung{{{EDGE}}})",
+                "hung {{parent}} -> {{child}}",
+            ),
+            query(
+                f"sum by (parent, child) (increase(triton_obs_bls_hung_calls{{{EDGE}}}[{RATE}]))",
+                "newly hung {{parent}} -> {{child}}",
+            ),
+        ],
+    ).links(
+        [
+            dashboard.DashboardLink("Hung BLS calls in Tempo")
+            .url(tempo_explore_url('{ name = "bls.call.hung" }'))
+            .target_blank(True)
+        ]
+    )
+    return [
+        dashboard.Row("Hung calls, errors, dropped spans"),
+        hung,
+        timeseries_panel(
+            "Callback and task errors",
+            "increase(triton_obs_bls_callback_errors) by kind (callback, task, asyncio).",
+            [
+                query(
+                    f"sum by (model, kind) (increase(triton_obs_bls_callback_errors{{{SEL}}}"
+                    f"[{RATE}]))",
+                    "{{model}} {{kind}}",
+                )
+            ],
+        ),
+        timeseries_panel(
+            "Dropped spans/s",
+            "Spans the library did not export, by reason. queue_full: the "
+            "collector is slow; export_failed: it is down. The model never waits on it.",
+            [
+                query(
+                    f"sum by (model, reason) (rate(triton_obs_bls_dropped_spans{{{SEL}}}[{RATE}]))",
+                    "{{model}} {{reason}}",
+                )
+            ],
+            span=24,
+        ),
+    ]

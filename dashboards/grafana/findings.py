@@ -1,0 +1,145 @@
+"""Findings rows: what ``triton-obs watch`` found, over time and now, and its own health.
+
+The gauges come from the watch's /metrics (``triton_obs_findings{kind,model,severity}`` and
+friends); request ids never become labels, so the table links back to the watch output and
+the store for them.
+"""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import dashboard
+
+from dashboards.grafana.common import query, stat_panel, table_panel, timeseries_panel
+
+__all__ = ["SEL", "collector_row", "findings_row", "requests_row"]
+
+SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
+SRV = 'job=~"$job",instance=~"$instance"'
+
+
+def findings_row() -> list[dashboard.Row | object]:
+    active = f"triton_obs_findings{{{SEL}}}"
+    return [
+        dashboard.Row("Findings"),
+        stat_panel("Active findings", "Findings active now, all kinds.", f"sum({active})"),
+        stat_panel(
+            "Critical",
+            "Active critical findings.",
+            f'sum(triton_obs_findings{{{SEL},severity="critical"}})',
+        ),
+        stat_panel(
+            "Hung requests",
+            "Requests executing past their deadline now.",
+            f"sum(triton_obs_hung_requests{{{SEL}}})",
+        ),
+        stat_panel(
+            "Oldest in flight",
+            "Age of the oldest request still inside Triton.",
+            f"max(triton_obs_oldest_inflight_seconds{{{SEL}}})",
+            unit="s",
+        ),
+        timeseries_panel(
+            "Findings by kind",
+            "Active findings over time, by kind.",
+            [query(f"sum by (kind) ({active})", "{{kind}}")],
+            span=8,
+            stack=True,
+        ),
+        timeseries_panel(
+            "Findings by model",
+            "Active findings over time, by model.",
+            [query(f"sum by (model) ({active})", "{{model}}")],
+            span=8,
+            stack=True,
+        ),
+        timeseries_panel(
+            "Findings by severity",
+            "Active findings over time, by severity.",
+            [query(f"sum by (severity) ({active})", "{{severity}}")],
+            span=8,
+            stack=True,
+        ),
+        table_panel(
+            "Active findings now",
+            "One row per kind, model and severity with a count. Request ids, evidence and "
+            "advice are in `triton-obs watch`'s output and store.",
+            f"sum by (kind, model, severity) ({active}) > 0",
+        ),
+    ]
+
+
+def requests_row() -> list[dashboard.Row | object]:
+    return [
+        dashboard.Row("Requests inside Triton"),
+        timeseries_panel(
+            "Oldest in-flight request by model",
+            "From the verbose log's request state machine: a hang is an age that keeps growing.",
+            [query(f"max by (model) (triton_obs_oldest_inflight_seconds{{{SEL}}})", "{{model}}")],
+            unit="s",
+            span=8,
+        ),
+        timeseries_panel(
+            "Hung requests by model",
+            "triton_obs_hung_requests: past the deadline now.",
+            [query(f"sum by (model) (triton_obs_hung_requests{{{SEL}}})", "{{model}}")],
+            span=8,
+        ),
+        timeseries_panel(
+            "BLS children in flight by parent",
+            "Seen from the log (any model, instrumented "
+            "or not): child requests whose outermost caller is the model.",
+            [query(f"sum by (model) (triton_obs_bls_inflight{{{SEL}}})", "{{model}}")],
+            span=8,
+        ),
+    ]
+
+
+def collector_row() -> list[dashboard.Row | object]:
+    return [
+        dashboard.Row("triton-obs watch itself"),
+        timeseries_panel(
+            "Collector lag",
+            "Log bytes not yet read, and seconds since the last cycle.",
+            [
+                query(f"triton_obs_tail_lag_bytes{{{SRV}}}", "tail lag bytes {{instance}}"),
+                query(
+                    f"time() - triton_obs_collector_last_cycle_timestamp_seconds{{{SRV}}}",
+                    "seconds since last cycle {{instance}}",
+                ),
+            ],
+            span=8,
+        ),
+        timeseries_panel(
+            "Log lines/s read and skipped",
+            "Counters from prometheus_client: `_total` on the wire.",
+            [
+                query(
+                    f"rate(triton_obs_log_lines_read_total{{{SRV}}}[$__rate_interval])",
+                    "read {{instance}}",
+                ),
+                query(
+                    f"sum by (reason) (rate(triton_obs_log_lines_skipped_total{{{SRV}}}"
+                    f"[$__rate_interval]))",
+                    "skipped {{reason}}",
+                ),
+            ],
+            span=8,
+        ),
+        timeseries_panel(
+            "Scrapes and store",
+            "Scrape failures/s by signal, store write errors/s.",
+            [
+                query(
+                    f"sum by (signal) (rate(triton_obs_scrape_failures_total{{{SRV}}}"
+                    f"[$__rate_interval]))",
+                    "scrape failures {{signal}}",
+                ),
+                query(
+                    f"sum by (reason) (rate(triton_obs_store_errors_total{{{SRV}}}"
+                    f"[$__rate_interval]))",
+                    "store errors {{reason}}",
+                ),
+            ],
+            span=8,
+        ),
+    ]

@@ -1,0 +1,85 @@
+"""Generated dashboards: up to date, deterministic, templated, bannered, rates not counters."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dashboards.grafana import DASHBOARDS, GENERATED, build_all
+from tests.dashboards.known_metrics import ROOT
+
+BOARDS = build_all()
+
+
+def _counters() -> set[str]:
+    from observability.bls import CATALOGUE
+
+    with (ROOT / "collectors" / "metrics" / "catalogue.csv").open(newline="") as f:
+        triton = {r["name"] for r in csv.DictReader(f) if r["type"] == "counter"}
+    return triton | {s.name for s in CATALOGUE if s.kind == "COUNTER"}
+
+
+def test_generated_files_match_a_rebuild() -> None:
+    """CI's diff check: the committed JSON is exactly what the Python builds."""
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in GENERATED.glob("*.json")}
+    assert set(on_disk) == set(BOARDS), "run `triton-obs dashboards build`"
+    stale = [name for name, text in BOARDS.items() if on_disk[name] != text]
+    assert not stale, f"stale {stale}: run `triton-obs dashboards build`"
+
+
+def test_build_is_deterministic() -> None:
+    assert build_all() == BOARDS
+
+
+def test_cli_check_passes(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-c", "from dashboards.cli import app; app()", "build"]
+    out = subprocess.run([*cmd, "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(BOARDS)
+    (tmp_path / "triton-bls.json").write_text("{}")
+    out = subprocess.run([*cmd, "--check", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 1 and "triton-bls.json" in out.stderr
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_banner_variables_and_layout(name: str) -> None:
+    board = json.loads(BOARDS[name])
+    assert "triton-obs dashboards build" in board["description"]
+    first = board["panels"][0]
+    assert first["type"] == "text" and "Do not edit" in first["options"]["content"]
+    assert [v["name"] for v in board["templating"]["list"]] == [
+        "datasource", "job", "instance", "model"
+    ]  # fmt: skip
+    ids = [p["gridPos"] for p in board["panels"]]
+    assert all(g["x"] >= 0 and g["x"] + g["w"] <= 24 for g in ids)
+    for panel in board["panels"]:
+        if panel["type"] in ("text", "row"):
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert panel["description"], panel["title"]
+        for target in panel["targets"]:
+            assert "$job" in target["expr"] and "$instance" in target["expr"], panel["title"]
+
+
+def test_counters_are_only_used_through_rate_or_increase() -> None:
+    counters = _counters()
+    for name, text in BOARDS.items():
+        for panel in json.loads(text)["panels"]:
+            for target in panel.get("targets", []):
+                expr = target["expr"]
+                for counter in counters:
+                    for m in re.finditer(rf"\b{counter}\b", expr):
+                        before = expr[: m.start()].rstrip()
+                        assert re.search(r"\b(rate|increase)\($", before), (
+                            f"{name}: {panel['title']}: raw counter {counter}"
+                        )
+
+
+def test_three_dashboards() -> None:
+    assert set(DASHBOARDS) == {"triton-overview", "triton-bls", "triton-findings"}
