@@ -80,12 +80,11 @@ def setup(
             import triton_python_backend_utils as pb_utils  # type: ignore[import-not-found]
         except ImportError:
             pb_utils = None
-    from observability.bls.export import build_tracer
+    from observability.bls.export import build_exporter
 
     holder: list[Instrumenter] = []
-    built = build_tracer(resolved, lambda reason, n: holder and holder[0].on_drop(reason, n))
-    tracer, markers, processor = built if built is not None else (None, None, None)
-    inst = Instrumenter(resolved, tracer, processor, pb_utils, markers)
+    queue = build_exporter(resolved, lambda reason, n: holder and holder[0].on_drop(reason, n))
+    inst = Instrumenter(resolved, queue, pb_utils)
     holder.append(inst)
     _active = inst
     return inst

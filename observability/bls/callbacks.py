@@ -16,10 +16,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from observability.bls.calls import _TASK_CALLS, Instrumenter
+from observability.bls.spans import INTERNAL, SpanRecord, SpanRef, context_with, current_parent
 
 __all__ = ["install_exception_handler", "wrap_callback", "wrap_task"]
 
@@ -31,11 +30,11 @@ def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
-def _record(inst: Instrumenter, span: Any, exc: BaseException, kind: str) -> None:
+def _record(inst: Instrumenter, span: SpanRecord | None, exc: BaseException, kind: str) -> None:
     inst.metrics.add("triton_obs_bls_callback_errors", inst.metrics.own(kind))
-    if span.is_recording():
+    if span is not None:
         span.record_exception(exc)
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.error = f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(Exception):
         setattr(exc, _MARK, True)
 
@@ -43,21 +42,19 @@ def _record(inst: Instrumenter, span: Any, exc: BaseException, kind: str) -> Non
 def wrap_callback(inst: Instrumenter, fn: Callable[..., T]) -> Callable[..., T]:
     """``fn`` with a span per invocation, parented on the BLS call whose task it is called with
     (``ensure_future(bls.async_exec(...)).add_done_callback(bls.callback(fn))``), else on the
-    context current when it was wrapped."""
-    wrapped_in = otel_context.get_current()
+    span current when it was wrapped."""
+    wrapped_in = current_parent()
+    label = _name(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        ctx = wrapped_in
+        parent = wrapped_in
         if args and isinstance(args[0], asyncio.Future):
             call = _TASK_CALLS.get(args[0])
             if call is not None:
-                ctx = otel_trace.set_span_in_context(call.span)
-        span = inst.tracer.start_span(
-            f"bls.callback {_name(fn)}",
-            context=ctx,
-            kind=SpanKind.INTERNAL,
-            attributes={**inst._base_attrs, "triton.bls.callback": _name(fn)},
+                parent = SpanRef(call.trace_id, call.span_id, call.span is not None)
+        _, span = inst.start_span(
+            f"bls.callback {label}", INTERNAL, parent, {"triton.bls.callback": label}
         )
         try:
             return fn(*args, **kwargs)
@@ -65,7 +62,7 @@ def wrap_callback(inst: Instrumenter, fn: Callable[..., T]) -> Callable[..., T]:
             _record(inst, span, exc, "callback")
             raise
         finally:
-            span.end()
+            inst.finish(span)
 
     return wrapper
 
@@ -75,23 +72,22 @@ def wrap_task(inst: Instrumenter, coro: Coroutine[Any, Any, T], name: str | None
     label = name or _name(coro)
 
     async def run() -> T:
-        span = inst.tracer.start_span(
-            f"bls.task {label}",
-            kind=SpanKind.INTERNAL,
-            attributes={**inst._base_attrs, "triton.bls.task": label},
+        ref, span = inst.start_span(
+            f"bls.task {label}", INTERNAL, current_parent(), {"triton.bls.task": label}
         )
-        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        token = otel_context.attach(context_with(ref))
         try:
             return await coro
         except asyncio.CancelledError:
-            span.set_attribute("triton.bls.outcome", "cancelled")
+            if span is not None:
+                span.attributes["triton.bls.outcome"] = "cancelled"
             raise
         except BaseException as exc:
             _record(inst, span, exc, "task")
             raise
         finally:
             otel_context.detach(token)
-            span.end()
+            inst.finish(span)
 
     return asyncio.ensure_future(run())
 
@@ -103,16 +99,14 @@ def install_exception_handler(inst: Instrumenter, loop: asyncio.AbstractEventLoo
     def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, BaseException) and not getattr(exc, _MARK, False):
-            span = inst.tracer.start_span(
+            _, span = inst.start_span(
                 "bls.asyncio.error",
-                kind=SpanKind.INTERNAL,
-                attributes={
-                    **inst._base_attrs,
-                    "triton.bls.asyncio.message": str(context.get("message", ""))[:500],
-                },
+                INTERNAL,
+                current_parent(),
+                {"triton.bls.asyncio.message": str(context.get("message", ""))[:500]},
             )
             _record(inst, span, exc, "asyncio")
-            span.end()
+            inst.finish(span)
         if previous is not None:
             previous(lp, context)
         else:

@@ -6,6 +6,11 @@ user); the request span ``traced_execute`` opened for this parent request; Trito
 from ``request.trace().get_context()`` (opentelemetry trace mode); else a new trace that carries
 the request ids as attributes, so it can still be joined with Triton's trace file and log.
 
+Why the hot path is what it is: the sampling decision is made first; a sampled-out call only
+gets its registry entry (the watchdog needs it for hang reports) and its counters; a sampled one
+also gets a :class:`~observability.bls.spans.SpanRecord` that goes to the export queue when the
+call ends. Encoding, formatting and network all happen on the export thread.
+
 Why ``async_exec`` is re-implemented as ``loop.run_in_executor(None, exec)``: that is what the
 python backend's ``async_exec`` does (pb_stub.cc), and doing it ourselves is the only way to see
 when an executor thread picks the call up, i.e. how long it waited for one.
@@ -14,7 +19,7 @@ when an executor thread picks the call up, i.e. how long it waited for one.
 from __future__ import annotations
 
 import asyncio
-import json
+import random
 import sys
 import threading
 import time
@@ -23,20 +28,35 @@ from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace as otel_trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from observability.bls.export import ExportQueue
 from observability.bls.inflight import Call, InFlight, Watchdog
 from observability.bls.metrics import BlsMetrics, Publisher
 from observability.bls.settings import Settings
-from observability.bls.tensors import describe_tensors
+from observability.bls.spans import (
+    CLIENT,
+    INTERNAL,
+    SERVER,
+    SpanRecord,
+    SpanRef,
+    context_with,
+    current_parent,
+    new_root,
+    new_span_id,
+    ratio_bound,
+    triton_parent,
+)
+from observability.bls.tensors import snapshot
 
-__all__ = ["CallScope", "Instrumenter", "ResponseStream"]
+__all__ = ["CallScope", "Instrumenter", "ResponseStream", "child_model"]
 
-_PROPAGATOR = TraceContextTextMapPropagator()
 _HUNG_LINES_PER_TICK = 20
 _perf = time.perf_counter
+_monotonic = time.monotonic
+_get_ident = threading.get_ident
+_rand64 = new_span_id
+_rand = random.getrandbits
+_LOW64 = (1 << 64) - 1
 
 
 def _text(obj: Any, method: str) -> str:
@@ -50,35 +70,14 @@ def _text(obj: Any, method: str) -> str:
 def child_model(infer_request: Any, parent_id: str, child_id: str) -> str:
     """The child's model name. 2.51's ``InferenceRequest`` does not expose it, so it falls back
     to the request-id convention ``<parent id>.<model>[.<n>]`` (see ``bls.child_request``)."""
-    name = _text(infer_request, "model_name")
-    if name:
-        return name
+    method = getattr(infer_request, "model_name", None)  # no exception raised when missing
+    if method is not None:
+        name = _text(infer_request, "model_name")
+        if name:
+            return name
     if parent_id and child_id.startswith(parent_id + "."):
         return child_id[len(parent_id) + 1 :].split(".", 1)[0] or "unknown"
     return "unknown"
-
-
-def triton_context(request: Any) -> Any:
-    """The opentelemetry context of Triton's span for ``request``; None in triton trace mode."""
-    try:
-        trace = request.trace()
-        raw = trace.get_context() if trace is not None else None
-    except Exception:
-        return None
-    if not raw:
-        return None
-    if isinstance(raw, str) and raw.lstrip().startswith("{"):
-        try:
-            carrier = json.loads(raw)
-        except ValueError:
-            return None
-    else:
-        carrier = {"traceparent": str(raw)}
-    if not isinstance(carrier, dict) or "traceparent" not in carrier:
-        return None
-    ctx = _PROPAGATOR.extract({str(k): str(v) for k, v in carrier.items()})
-    span = otel_trace.get_current_span(ctx)
-    return ctx if span.get_span_context().is_valid else None
 
 
 class Instrumenter:
@@ -87,22 +86,20 @@ class Instrumenter:
     def __init__(
         self,
         settings: Settings,
-        tracer: Any = None,
-        processor: Any = None,
+        queue: ExportQueue | None = None,
         pb_utils: Any = None,
-        marker_tracer: Any = None,
     ) -> None:
         self.settings = settings
-        self.tracer = tracer if tracer is not None else otel_trace.NoOpTracer()
-        self.marker_tracer = marker_tracer if marker_tracer is not None else self.tracer
-        self.processor = processor
+        self.queue = queue
+        """Where finished spans go; None: no endpoint, so no span is made at all."""
+        self._bound = ratio_bound(settings.sample_ratio)
         self.metrics = BlsMetrics(settings.model, settings.instance)
         self.publisher = Publisher(self.metrics, pb_utils if settings.metrics else None)
         self.inflight = InFlight()
         self.watchdog = Watchdog(
             self.inflight, settings.deadline_s, self._report_hung, self._publish
         )
-        self._requests: dict[int, tuple[Any, Any]] = {}
+        self._requests: dict[int, tuple[Any, SpanRef, SpanRecord | None]] = {}
         self._loop: Any = None
         self._hung_children: set[str] = set()
         self._hung_lines = 0
@@ -110,7 +107,6 @@ class Instrumenter:
             "triton.bls.parent.model": settings.model,
             "triton.bls.parent.instance": settings.instance,
         }
-        self._calls_key = "triton_obs_bls_calls"
         self.metrics.set(
             "triton_obs_bls_thread_pool_capacity",
             self.metrics.own("python_backend"),
@@ -118,34 +114,59 @@ class Instrumenter:
         )
         self.watchdog.start()
 
+    # -- spans ---------------------------------------------------------------------------
+    def start_span(
+        self, name: str, kind: int, parent: SpanRef | None, attributes: dict[str, Any]
+    ) -> tuple[SpanRef, SpanRecord | None]:
+        """A child of ``parent`` (a new trace when None): its ref (for its own children) and
+        its record, None when sampled out or not exporting (``attributes`` are then unused)."""
+        if parent is None:
+            parent = new_root(self._bound)
+        ref = SpanRef(parent.trace_id, _rand64(), parent.sampled, parent.trace_state)
+        if not ref.sampled or self.queue is None:
+            return ref, None
+        record = SpanRecord(
+            name,
+            kind,
+            ref.trace_id,
+            ref.span_id,
+            parent.span_id,
+            {**self._base_attrs, **attributes},
+            ref.trace_state,
+        )
+        return ref, record
+
+    def finish(self, record: SpanRecord | None) -> None:
+        """End ``record`` and hand it to the export thread."""
+        if record is not None and self.queue is not None:
+            self.queue.submit(record.end())
+
     # -- parents -------------------------------------------------------------------------
-    def _parent(self, request: Any) -> Any:
-        current = otel_trace.get_current_span()
-        if current.get_span_context().is_valid:
-            return None  # the current context already carries the right parent
+    def _parent(self, request: Any) -> SpanRef | None:
+        current = current_parent()
+        if current is not None:
+            return current
         entry = self._requests.get(id(request))
         if entry is not None and entry[0] is request:
             return entry[1]
-        return triton_context(request)
+        return triton_parent(request)
 
     def begin_requests(self, requests: list) -> Any:
         """Open one span per request of an ``execute`` batch (see ``traced_execute``)."""
         token = None
         for request in requests:
-            span = self.tracer.start_span(
+            ref, record = self.start_span(
                 f"{self.settings.model} execute",
-                context=triton_context(request),
-                kind=SpanKind.SERVER,
-                attributes={
-                    **self._base_attrs,
+                SERVER,
+                triton_parent(request),
+                {
                     "triton.request_id": _text(request, "request_id"),
                     "triton.batch_requests": len(requests),
                 },
             )
-            ctx = otel_trace.set_span_in_context(span)
-            self._requests[id(request)] = (request, ctx)
+            self._requests[id(request)] = (request, ref, record)
         if len(requests) == 1:
-            token = otel_context.attach(self._requests[id(requests[0])][1])
+            token = otel_context.attach(context_with(self._requests[id(requests[0])][1]))
         return token
 
     def end_requests(self, requests: list, token: Any, responses: Any = None) -> None:
@@ -155,13 +176,10 @@ class Instrumenter:
             responses = [None] * len(requests)
         for request, response in zip(requests, responses, strict=True):
             entry = self._requests.pop(id(request), None)
-            if entry is None:
+            if entry is None or entry[2] is None:
                 continue
-            span = otel_trace.get_current_span(entry[1])
-            error = _error_message(response)
-            if error is not None:
-                span.set_status(Status(StatusCode.ERROR, error))
-            span.end()
+            entry[2].error = _error_message(response)
+            self.finish(entry[2])
 
     # -- calls ---------------------------------------------------------------------------
     def begin(
@@ -175,23 +193,27 @@ class Instrumenter:
         parent_id = _text(request, "request_id") if request is not None else ""
         child_id = _text(infer_request, "request_id")
         child = model or child_model(infer_request, parent_id, child_id)
-        span = self.tracer.start_span(
-            f"bls {child}",
-            context=self._parent(request) if request is not None else None,
-            kind=SpanKind.CLIENT,
-            attributes={
-                **self._base_attrs,
-                "triton.bls.child.model": child,
-                "triton.bls.parent.request_id": parent_id,
-                "triton.bls.child.request_id": child_id,
-                "triton.bls.decoupled": decoupled,
-            },
-        )
-        if span.is_recording():
-            span.set_attribute("triton.bls.inputs", describe_tensors(_safe(infer_request.inputs)))
-        call = Call(child, parent_id, child_id, time.monotonic(), span, task=task)
+        parent = self._parent(request) if request is not None else current_parent()
+        if parent is None:  # a new trace (spelled out: this is the hot path)
+            trace_id = _rand(128) or 1
+            sampled = (trace_id & _LOW64) < self._bound
+            parent_span_id, trace_state = 0, ""
+        else:
+            trace_id, parent_span_id, sampled, trace_state = parent
+        span_id = _rand(64) or 1
+        call = Call(child, parent_id, child_id, _monotonic(), trace_id, span_id, None, task)
+        if sampled and self.queue is not None:
+            attrs = self._base_attrs.copy()
+            attrs["triton.bls.child.model"] = child
+            attrs["triton.bls.parent.request_id"] = parent_id
+            attrs["triton.bls.child.request_id"] = child_id
+            attrs["triton.bls.decoupled"] = decoupled
+            attrs["triton.bls.inputs"] = snapshot(_safe(infer_request.inputs))
+            call.span = SpanRecord(
+                "bls " + child, CLIENT, trace_id, span_id, parent_span_id, attrs, trace_state
+            )
         if task is None:
-            call.thread_id = threading.get_ident()
+            call.thread_id = _get_ident()
         self.inflight.add(call)
         return call
 
@@ -211,28 +233,28 @@ class Instrumenter:
             error = _error_message(response)
             outcome = "ok" if error is None else "error"
         m = self.metrics
-        m.add(self._calls_key, m.edge(call.child, outcome))
+        m.add_call(call.child, outcome)
         if wait_s is not None:
             m.add("triton_obs_bls_executor_wait_seconds", m.own(), wait_s)
             m.add("triton_obs_bls_executor_waits", m.own())
         span = call.span
-        if span.is_recording():
-            attrs: dict[str, Any] = {"triton.bls.outcome": outcome}
-            if wait_s is not None:
-                attrs["triton.bls.executor_wait_s"] = wait_s
-            if responses is not None:
-                attrs["triton.bls.responses"] = responses
-            elif response is not None and error is None:
-                attrs["triton.bls.outputs"] = describe_tensors(_safe(response.output_tensors))
-            if call.hung_at is not None:
-                attrs["triton.bls.hung"] = True
-                attrs["triton.bls.hung_after_s"] = call.hung_at - call.started
-            span.set_attributes(attrs)
-            if exc is not None and not isinstance(exc, asyncio.CancelledError):
-                span.record_exception(exc)
-            if error is not None:
-                span.set_status(Status(StatusCode.ERROR, error))
-        span.end()
+        if span is None:
+            return
+        attrs = span.attributes
+        attrs["triton.bls.outcome"] = outcome
+        if wait_s is not None:
+            attrs["triton.bls.executor_wait_s"] = wait_s
+        if responses is not None:
+            attrs["triton.bls.responses"] = responses
+        elif response is not None and error is None:
+            attrs["triton.bls.outputs"] = snapshot(_safe(response.output_tensors))
+        if call.hung_at is not None:
+            attrs["triton.bls.hung"] = True
+            attrs["triton.bls.hung_after_s"] = call.hung_at - call.started
+        if exc is not None and not isinstance(exc, asyncio.CancelledError):
+            span.record_exception(exc)
+        span.error = error
+        self.finish(span)
 
     def exec(
         self, request: Any, infer_request: Any, decoupled: bool = False, model: str | None = None
@@ -248,7 +270,10 @@ class Instrumenter:
             raise
         if decoupled:
             return ResponseStream(self, call, response)
-        self.safe_end(call, response)
+        try:
+            self.end(call, response)
+        except Exception as exc:
+            self._end_failed(call, exc)
         return response
 
     async def async_exec(
@@ -289,46 +314,50 @@ class Instrumenter:
         try:
             self.end(call, *args, **kwargs)
         except Exception as exc:
-            self.inflight.remove(call)
-            print(f"triton-obs bls: recording a call failed: {exc!r}", file=sys.stderr)
+            self._end_failed(call, exc)
 
-    # -- hung calls and metrics ----------------------------------------------------------
+    def _end_failed(self, call: Call, exc: Exception) -> None:
+        self.inflight.remove(call)
+        print(f"triton-obs bls: recording a call failed: {exc!r}", file=sys.stderr)
+
+    # -- hung calls and metrics (the watchdog's thread) -----------------------------------
     def _report_hung(self, call: Call, age_s: float) -> None:
         m = self.metrics
         m.add("triton_obs_bls_hung_calls", m.edge(call.child))
         self._hung_children.add(call.child)
-        stack = call.stack()
-        ctx = call.span.get_span_context()
-        attrs = {
-            **self._base_attrs,
-            "triton.bls.child.model": call.child,
-            "triton.bls.parent.request_id": call.parent_request_id,
-            "triton.bls.child.request_id": call.child_request_id,
-            "triton.bls.age_s": age_s,
-            "triton.bls.deadline_s": self.settings.deadline_s,
-            "triton.bls.stack": stack,
-            "triton.bls.call.trace_id": f"{ctx.trace_id:032x}",
-            "triton.bls.call.span_id": f"{ctx.span_id:016x}",
-        }
-        marker = self.marker_tracer.start_span(
-            "bls.call.hung",
-            context=otel_trace.set_span_in_context(call.span),
-            kind=SpanKind.INTERNAL,
-            attributes=attrs,
-        )
-        marker.set_status(Status(StatusCode.ERROR, f"in flight for {age_s:.1f} s"))
-        marker.end()
-        if call.span.is_recording():
-            call.span.add_event("bls.call.hung", {"triton.bls.age_s": age_s})
-        if self.processor is not None:
-            self.processor.export_soon()
+        if self.queue is not None:
+            # Always exported, even when the call itself was sampled out: its ids are real.
+            marker = SpanRecord(
+                "bls.call.hung",
+                INTERNAL,
+                call.trace_id,
+                _rand64(),
+                call.span_id,
+                {
+                    **self._base_attrs,
+                    "triton.bls.child.model": call.child,
+                    "triton.bls.parent.request_id": call.parent_request_id,
+                    "triton.bls.child.request_id": call.child_request_id,
+                    "triton.bls.age_s": age_s,
+                    "triton.bls.deadline_s": self.settings.deadline_s,
+                    "triton.bls.stack": call.stack(),
+                    "triton.bls.call.trace_id": f"{call.trace_id:032x}",
+                    "triton.bls.call.span_id": f"{call.span_id:016x}",
+                },
+            )
+            marker.error = f"in flight for {age_s:.1f} s"
+            marker.end_ns = marker.start_ns
+            if call.span is not None:
+                call.span.add_event("bls.call.hung", {"triton.bls.age_s": age_s})
+            self.queue.submit(marker)
+            self.queue.export_soon()
         if self._hung_lines < _HUNG_LINES_PER_TICK:
             self._hung_lines += 1
             print(
                 f"triton-obs bls: HUNG BLS call {self.settings.model} -> {call.child} "
                 f"instance={self.settings.instance} parent_request_id={call.parent_request_id!r} "
                 f"child_request_id={call.child_request_id!r} age={age_s:.2f}s "
-                f"deadline={self.settings.deadline_s:g}s trace_id={ctx.trace_id:032x}",
+                f"deadline={self.settings.deadline_s:g}s trace_id={call.trace_id:032x}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -372,8 +401,8 @@ class Instrumenter:
         budget = min(self.settings.shutdown_timeout_s if timeout_s is None else timeout_s, 5.0)
         deadline = time.monotonic() + budget
         self.watchdog.stop(min(1.0, budget / 4))
-        if self.processor is not None:
-            self.processor.shutdown(max(0.0, deadline - time.monotonic()))
+        if self.queue is not None:
+            self.queue.shutdown(max(0.0, deadline - time.monotonic()))
             self.publisher.publish()  # the shutdown drops, if any
         self.publisher.close()
 

@@ -1,35 +1,46 @@
-"""Span export that never blocks the model: a bounded queue drained by one worker thread.
+"""Span export that never blocks the model: a bounded deque drained by one worker thread.
 
-Why our own processor and not the SDK's ``BatchSpanProcessor``: the SDK drops silently (one log
-line per 20 s) and we must count every dropped span on /metrics. The contract is the SDK's:
-``on_end`` only appends under a lock (dropping the oldest when full), the worker exports in
-batches with a bounded timeout and swallows exporter failures, a fork in the stub gets a fresh
-queue and worker, and ``shutdown`` returns within its budget whatever the endpoint does.
+Why a ``deque(maxlen=...)``: appending is one atomic C call that drops the oldest record when
+full (the newest say most about now), so the model's thread never waits for the worker; the
+worker takes records with ``popleft`` (atomic too) and holds no lock the model needs while it
+encodes and sends. The one lock here is taken by model threads only (and the watchdog, and
+``shutdown``), so that drops are counted on /metrics, where the SDK drops silently (one log
+line per 20 s); the count is exact but for one case, a record the worker takes in the instant
+a model thread sees the queue full, which is counted though it was sent. A fork in the stub
+gets a fresh queue and worker, and ``shutdown`` returns within its budget whatever the endpoint
+does.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import logging
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["BoundedBatchProcessor", "build_tracer"]
+__all__ = ["ExportQueue", "SpanExporter", "build_exporter"]
 
 DropCallback = Callable[[str, int], None]
 
 
-class BoundedBatchProcessor:
-    """An opentelemetry-sdk ``SpanProcessor`` (duck-typed so importing us never needs the SDK)."""
+class SpanExporter(Protocol):
+    """Sends a batch; True when accepted. Must not raise (a raise counts as a failure)."""
+
+    def export(self, batch: list[Any]) -> bool: ...
+
+    def shutdown(self) -> None: ...
+
+
+class ExportQueue:
+    """Span records from the model's threads to one export worker."""
 
     def __init__(
         self,
-        exporter: Any,
+        exporter: SpanExporter,
         on_drop: DropCallback,
         queue_size: int = 2048,
         batch_size: int = 256,
@@ -40,59 +51,52 @@ class BoundedBatchProcessor:
         self._queue_size = queue_size
         self._batch_size = batch_size
         self._interval_s = interval_s
+        self.export_cpu_s = 0.0
+        """CPU time the worker spent encoding and sending (for the benchmark's honesty)."""
+        self.exported = 0
         self._init_state()
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (p := ref()) and p._init_state())
+        os.register_at_fork(after_in_child=lambda: (q := ref()) and q._init_state())
 
     def _init_state(self) -> None:
-        self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
-        self._queue: collections.deque = collections.deque()
+        self._lock = threading.Lock()  # never taken by the worker
+        self._wake = threading.Event()
+        self._queue: collections.deque = collections.deque(maxlen=self._queue_size)
         self._stopping = False
-        self._flush_requested = False
+        self._abandoned = False
+        self._busy = False
         self._worker: threading.Thread | None = None
 
-    # -- SpanProcessor -------------------------------------------------------------------
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        pass
-
-    def _on_ending(self, span: Any) -> None:
-        pass
-
-    def on_end(self, span: Any) -> None:
-        if not span.context.trace_flags.sampled:
-            return
-        dropped = False
+    def submit(self, record: Any) -> None:
+        """Queue a finished span; drops (and counts) the oldest when full. Never blocks on I/O."""
+        queue = self._queue
         with self._lock:
             if self._stopping:
-                dropped = True
+                full = None
             else:
-                if len(self._queue) >= self._queue_size:
-                    self._queue.popleft()  # drop the oldest: the newest say most about now
-                    dropped = True
-                self._queue.append(span)
+                full = len(queue) >= self._queue_size
+                queue.append(record)
                 if self._worker is None:
                     self._start_worker()
-                elif len(self._queue) >= self._batch_size:
-                    self._wake.notify()
-        if dropped:
-            self._on_drop("shutdown" if self._stopping else "queue_full", 1)
+        if full is None:
+            self._on_drop("shutdown", 1)
+            return
+        if full:
+            self._on_drop("queue_full", 1)
+        elif len(queue) >= self._batch_size and not self._wake.is_set():
+            self._wake.set()
 
     def export_soon(self) -> None:
         """Wake the worker now (a hung-call report must not wait for the interval)."""
-        with self._lock:
-            self._flush_requested = True
-            if self._worker is None and self._queue:
-                self._start_worker()
-            self._wake.notify()
+        self._wake.set()
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        deadline = time.monotonic() + timeout_millis / 1000
+    def force_flush(self, timeout_s: float = 30.0) -> bool:
+        """Export what is queued now; True when it was all sent (or failed) within the time."""
+        deadline = time.monotonic() + timeout_s
         self.export_soon()
         while time.monotonic() < deadline:
-            with self._lock:
-                if not self._queue and not self._flush_requested:
-                    return True
+            if not self._queue and not self._busy:
+                return True
             time.sleep(0.01)
         return False
 
@@ -103,17 +107,20 @@ class BoundedBatchProcessor:
             if self._stopping:
                 return
             self._stopping = True
-            self._wake.notify()
             worker = self._worker
+        self._wake.set()
         if worker is not None:
             worker.join(max(0.0, deadline - time.monotonic() - 0.2))
-        with self._lock:
-            left = len(self._queue)
-            self._queue.clear()
+        self._abandoned = True
+        left = 0
+        with contextlib.suppress(IndexError):
+            while True:
+                self._queue.popleft()
+                left += 1
         if left:
             self._on_drop("shutdown", left)
         with contextlib.suppress(Exception):
-            self._exporter.shutdown()
+            self._exporter.shutdown()  # also ends a request stalled past the budget
 
     # -- worker --------------------------------------------------------------------------
     def _start_worker(self) -> None:
@@ -121,82 +128,56 @@ class BoundedBatchProcessor:
         self._worker.start()
 
     def _run(self) -> None:
+        queue, wake = self._queue, self._wake
         while True:
-            with self._lock:
-                idle = not self._stopping and not self._flush_requested
-                if idle and len(self._queue) < self._batch_size:
-                    self._wake.wait(self._interval_s)
-                batch = [
-                    self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))
-                ]
-                stopping = self._stopping
-                if not self._queue:
-                    self._flush_requested = False
-            if batch:
-                self._export(batch)
-            elif stopping:
+            wake.wait(self._interval_s)
+            wake.clear()
+            self._busy = True
+            while queue and not self._abandoned:
+                batch = []
+                with contextlib.suppress(IndexError):
+                    for _ in range(self._batch_size):
+                        batch.append(queue.popleft())
+                if batch:
+                    self._export(batch)
+            self._busy = False
+            if self._stopping:
                 return
 
     def _export(self, batch: list) -> None:
+        cpu = time.thread_time()
         try:
-            result = self._exporter.export(batch)
-            ok = getattr(result, "name", "SUCCESS") == "SUCCESS"
+            ok = self._exporter.export(batch) is True
         except Exception:
             ok = False
+        self.export_cpu_s += time.thread_time() - cpu
+        self.exported += len(batch)
         if not ok:
             self._on_drop("export_failed", len(batch))
 
 
-def build_tracer(
-    settings: Any, on_drop: DropCallback
-) -> tuple[Any, Any, BoundedBatchProcessor] | None:
-    """Private SDK tracers exporting OTLP/HTTP protobuf to ``settings.endpoint``.
-
-    Returns ``(tracer, marker_tracer, processor)``: the marker tracer samples everything, so a
-    hung-call report goes out even when the hung call itself was sampled out.
-
-    None when there is no endpoint or the SDK/exporter is not installed: the caller then uses
-    the opentelemetry API's no-op tracer. The provider is private (not set as the global one)
-    so a model that configures opentelemetry itself keeps its own setup.
-    """
+def build_exporter(settings: Any, on_drop: DropCallback) -> ExportQueue | None:
+    """An :class:`ExportQueue` sending OTLP/HTTP protobuf to ``settings.endpoint``; None when
+    there is no endpoint (no spans are made then; metrics and hung reports stay on)."""
     if not settings.endpoint:
         return None
-    try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
-    except ImportError:
-        return None
-    # One "Transient error ... retrying" line per failed batch would flood Triton's log while a
-    # collector is down; the drops are counted on /metrics instead.
-    logging.getLogger("opentelemetry.exporter").setLevel(logging.ERROR)
-    exporter = OTLPSpanExporter(endpoint=settings.endpoint, timeout=settings.export_timeout_s)
-    processor = BoundedBatchProcessor(
+    from observability.bls.otlp import OtlpHttpExporter, env_headers
+
+    resource = {
+        "service.name": settings.model,
+        "service.instance.id": f"{settings.instance}/{os.getpid()}",
+        "triton.model.name": settings.model,
+        "triton.model.instance": settings.instance,
+        "telemetry.sdk.language": "python",
+        "telemetry.sdk.name": "triton-observability",
+    }
+    exporter = OtlpHttpExporter(
+        settings.endpoint, settings.export_timeout_s, resource, env_headers()
+    )
+    return ExportQueue(
         exporter,
         on_drop,
         queue_size=settings.queue_size,
         batch_size=settings.batch_size,
         interval_s=settings.flush_interval_s,
-    )
-    resource = Resource.create(
-        {
-            "service.name": settings.model,
-            "service.instance.id": f"{settings.instance}/{os.getpid()}",
-            "triton.model.name": settings.model,
-            "triton.model.instance": settings.instance,
-        }
-    )
-    provider = TracerProvider(
-        resource=resource,
-        sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
-        shutdown_on_exit=False,  # ours is bounded and runs from finalize / our atexit hook
-    )
-    provider.add_span_processor(processor)
-    markers = TracerProvider(resource=resource, sampler=ALWAYS_ON, shutdown_on_exit=False)
-    markers.add_span_processor(processor)
-    return (
-        provider.get_tracer("observability.bls"),
-        markers.get_tracer("observability.bls.hung"),
-        processor,
     )

@@ -27,15 +27,22 @@ __all__ = ["Call", "InFlight", "Watchdog"]
 _STACK_LIMIT = 12
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call:
-    """One BLS call in flight. ``span`` may be a non-recording span (sampled out / no SDK)."""
+    """One BLS call in flight: plain values taken at the start, formatted only when reported.
+
+    ``trace_id``/``span_id`` exist even when the call is sampled out (``span`` is None then),
+    so a hung report can still name the call it is about."""
 
     child: str
     parent_request_id: str
     child_request_id: str
     started: float
-    span: Any
+    """``time.monotonic()`` at the start."""
+    trace_id: int = 0
+    span_id: int = 0
+    span: Any = None
+    """The call's :class:`~observability.bls.spans.SpanRecord`; None when not exported."""
     task: Any = None
     """The asyncio task awaiting the call (async form): its coroutine stack is reported."""
     thread_id: int | None = None

@@ -2,7 +2,9 @@
 
 Why only metadata: tensors carry user data (prompts, images); a trace must be safe to ship to
 any collector. Why strings like ``"FEATURES FP32 [1,64]"``: span attributes allow only flat
-primitive lists, and one string per tensor keeps name, dtype and shape together.
+primitive lists, and one string per tensor keeps name, dtype and shape together. Why two steps:
+the model's thread only takes a :class:`TensorSnapshot` (the values the tensor hands out, no
+formatting); the export thread turns it into strings with :func:`describe_snapshot`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["describe", "describe_tensors"]
+__all__ = ["TensorSnapshot", "describe", "describe_snapshot", "describe_tensors", "snapshot"]
 
 _DTYPES = {
     1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
@@ -25,8 +27,15 @@ _NUMPY = {
 }  # fmt: skip
 
 
+class TensorSnapshot(tuple):
+    """``(name, dtype, shape)`` per tensor as the tensor gave them (dtype: a Triton dtype code or
+    a name); holds no tensor, so no shared memory is kept alive until export."""
+
+    __slots__ = ()
+
+
 def _numpy_dtype(tensor: Any) -> str:
-    """2.51's ``pb_utils.Tensor`` exposes no dtype; a CPU tensor's numpy view (no copy) has it."""
+    """A tensor without a Triton dtype: a CPU tensor's numpy view (no copy) has one."""
     try:
         if not tensor.is_cpu():
             return "?"
@@ -36,8 +45,7 @@ def _numpy_dtype(tensor: Any) -> str:
     return _NUMPY.get(kind, kind)
 
 
-def describe(tensor: Any) -> str:
-    """``"NAME DTYPE [d0,d1]"`` from a ``pb_utils.Tensor`` (or anything with the same methods)."""
+def _raw(tensor: Any) -> tuple[Any, Any, Any]:
     try:
         name = tensor.name()
     except Exception:
@@ -45,20 +53,48 @@ def describe(tensor: Any) -> str:
     try:
         code = tensor.triton_dtype  # a property on 2.51's pb_utils.Tensor, a method elsewhere
         code = code() if callable(code) else code
-        dtype = _DTYPES.get(int(code), str(code))
     except Exception:
-        dtype = _numpy_dtype(tensor)
+        code = _numpy_dtype(tensor)
     try:
-        shape = ",".join(str(int(d)) for d in tensor.shape())
+        shape = tuple(tensor.shape())  # hashable: the exporter caches frequent descriptions
     except Exception:
-        shape = "?"
-    return f"{name} {dtype} [{shape}]"
+        shape = None
+    return name, code, shape
+
+
+def _format(name: Any, code: Any, shape: Any) -> str:
+    if isinstance(code, str):
+        dtype = code
+    else:
+        try:
+            dtype = _DTYPES.get(int(code), str(code))
+        except Exception:
+            dtype = "?"
+    try:
+        dims = ",".join(str(int(d)) for d in shape)
+    except Exception:
+        dims = "?"
+    return f"{name} {dtype} [{dims}]"
+
+
+def snapshot(tensors: Iterable[Any] | None) -> TensorSnapshot:
+    """What :func:`describe_snapshot` needs, taken cheaply on the model's thread."""
+    if tensors is None:
+        return TensorSnapshot()
+    try:
+        return TensorSnapshot([_raw(t) for t in tensors])
+    except Exception:
+        return TensorSnapshot()
+
+
+def describe_snapshot(snap: TensorSnapshot) -> list[str]:
+    return [_format(*raw) for raw in snap]
+
+
+def describe(tensor: Any) -> str:
+    """``"NAME DTYPE [d0,d1]"`` from a ``pb_utils.Tensor`` (or anything with the same methods)."""
+    return _format(*_raw(tensor))
 
 
 def describe_tensors(tensors: Iterable[Any] | None) -> list[str]:
-    if tensors is None:
-        return []
-    try:
-        return [describe(t) for t in tensors]
-    except Exception:
-        return []
+    return describe_snapshot(snapshot(tensors))

@@ -153,3 +153,18 @@ def test_call_waiting_for_a_thread_is_in_flight(instrumented: bls.Instrumenter) 
     finally:
         release.set()
         worker.join(5)
+
+
+def test_the_users_current_opentelemetry_span_is_the_parent(
+    instrumented: bls.Instrumenter, receiver: OtlpReceiver
+) -> None:
+    from opentelemetry import context
+    from opentelemetry.sdk.trace import TracerProvider
+
+    user = TracerProvider().get_tracer("user")
+    with user.start_as_current_span("user work") as mine:
+        bls.exec(FakeRequest("router", "o1"), FakeRequest("detector", "o1.d"))
+    ctx = mine.get_span_context()
+    (span,) = receiver.wait_for(lambda s: s.name == "bls detector")
+    assert (span.trace_id, span.parent_span_id) == (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}")
+    assert not context.get_current()  # nothing of ours left attached

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 
 from observability import bls
-from observability.bls.export import BoundedBatchProcessor
+from observability.bls.export import ExportQueue
 from tests.bls.fakes import FakePbUtils, FakeRequest
 from tests.bls.otlp_receiver import OtlpReceiver
 
@@ -67,31 +68,25 @@ class _Recorder:
     def __init__(self) -> None:
         self.batches: list[int] = []
 
-    def export(self, batch: list) -> object:
+    def export(self, batch: list) -> bool:
         self.batches.append(len(batch))
-        return type("R", (), {"name": "SUCCESS"})()
+        return True
 
     def shutdown(self) -> None:
         pass
 
 
-class _Span:
-    class context:
-        class trace_flags:
-            sampled = True
-
-
-def test_processor_in_a_forked_child_starts_clean() -> None:
+def test_queue_in_a_forked_child_starts_clean() -> None:
     exporter = _Recorder()
-    proc = BoundedBatchProcessor(exporter, lambda r, n: None, queue_size=4, interval_s=0.05)
+    queue = ExportQueue(exporter, lambda r, n: None, queue_size=4, interval_s=0.05)
     for _ in range(3):
-        proc.on_end(_Span())  # the parent's worker thread is running now
+        queue.submit(object())  # the parent's worker thread is running now
     pid = os.fork()
     if pid == 0:  # the child: a fresh queue and worker, the parent's spans are not re-sent
         ok = False
         try:
-            proc.on_end(_Span())
-            ok = proc.force_flush(5000) and sum(exporter.batches) >= 1 and not proc._queue
+            queue.submit(object())
+            ok = queue.force_flush(5.0) and sum(exporter.batches) >= 1 and not queue._queue
         finally:
             os._exit(0 if ok else 1)
     for _ in range(100):
@@ -103,5 +98,44 @@ def test_processor_in_a_forked_child_starts_clean() -> None:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         status = -1
-    proc.shutdown(1.0)
+    queue.shutdown(1.0)
     assert status == 0
+
+
+class _Stalled(_Recorder):
+    """An exporter stuck in its request until released (a collector that never answers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def export(self, batch: list) -> bool:
+        self.batches.append(len(batch))
+        self.release.wait(10)
+        return False
+
+
+def test_submit_never_waits_for_a_stalled_export_and_counts_every_drop() -> None:
+    exporter = _Stalled()
+    drops: dict[str, int] = {}
+    queue = ExportQueue(
+        exporter,
+        lambda reason, n: drops.__setitem__(reason, drops.get(reason, 0) + n),
+        queue_size=8,
+        batch_size=4,
+        interval_s=0.01,
+    )
+    queue.submit(object())
+    deadline = time.monotonic() + 5
+    while not exporter.batches and time.monotonic() < deadline:
+        time.sleep(0.01)  # the worker is now stuck inside export
+    slowest = 0.0
+    for _ in range(100):
+        t0 = time.perf_counter()
+        queue.submit(object())
+        slowest = max(slowest, time.perf_counter() - t0)
+    assert slowest < 0.05  # never the 10 s of the stalled request
+    assert drops == {"queue_full": 100 - 8}  # oldest dropped, each one counted
+    exporter.release.set()
+    queue.shutdown(2.0)
+    assert drops["export_failed"] + drops.get("shutdown", 0) == 1 + 8

@@ -71,3 +71,31 @@ def test_fast_calls_are_never_reported(instrumented: bls.Instrumenter) -> None:
     for i in range(20):
         bls.exec(FakeRequest("router", "f"), FakeRequest("detector", f"f.{i}"))
     assert instrumented.watchdog.check() == []
+
+
+def test_sampled_out_hung_call_is_still_reported(receiver: OtlpReceiver) -> None:
+    bls.setup(
+        pb_utils=FakePbUtils,
+        model="router",
+        endpoint=receiver.endpoint,
+        sample_ratio=0.0,
+        deadline_s=0.3,
+        flush_interval_s=0.1,
+    )
+    release = threading.Event()
+    worker = threading.Thread(
+        target=bls.exec,
+        args=(FakeRequest("router", "h3"), FakeRequest("detector", "h3.detector", block=release)),
+    )
+    worker.start()
+    try:
+        (marker,) = receiver.wait_for(lambda s: s.name == "bls.call.hung", timeout_s=10)
+        assert worker.is_alive()
+        assert marker.attributes["triton.bls.child.request_id"] == "h3.detector"
+        assert marker.parent_span_id == marker.attributes["triton.bls.call.span_id"]
+        assert marker.trace_id == marker.attributes["triton.bls.call.trace_id"]
+    finally:
+        release.set()
+        worker.join(5)
+        bls.shutdown()
+    assert receiver.wait_for(lambda s: s.name == "bls detector", timeout_s=0.3) == []
