@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from typer.testing import CliRunner
@@ -103,4 +105,32 @@ def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     log = (run_dir / "triton.log").read_text(errors="replace")
     assert "Exception in callback" in log and "Task exception was never retrieved" in log
     assert list(run_dir.glob("trace.json.*")), "traces are written as they complete"
+    assert not processes_mentioning(str(run_dir))
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_demo_stops_cleanly_on_ctrl_c_and_kill(tmp_path, signum: int) -> None:
+    run_dir = tmp_path / "demo"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "observability.cli", "demo", "--duration", "120", "--no-ui",
+         "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 180
+        for line in proc.stdout:
+            if "t+8s per model" in line or time.monotonic() > deadline:
+                break
+        assert processes_mentioning(str(run_dir / "backends"))
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out[-2000:]
+    assert "interrupted" in out and "Traceback" not in out
     assert not processes_mentioning(str(run_dir))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -60,12 +61,23 @@ def _frame(
     )
 
 
+def _interrupt_on_sigterm() -> None:
+    """``kill`` (SIGTERM) stops the demo as Ctrl-C does: with Triton and its stubs."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
 def run_demo(options: DemoOptions, console: Console) -> int:
     if options.ui:
         console.print(
             "[dim]The triage app is not built yet; showing the live terminal view "
             "(--no-ui gives the same).[/]"
         )
+    _interrupt_on_sigterm()
     lab = TritonLab(
         LabConfig(
             model_repository=demo_repository(),
