@@ -5,7 +5,15 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("metrics_parse", "log_parse", "ingest_log", "analyze_bundle")
+MODULES = (
+    "metrics_parse",
+    "log_parse",
+    "ingest_log",
+    "analyze_bundle",
+    "bls_overhead",
+    "bls_throughput",
+)
+_NO_ARGV = ("metrics_parse", "bls_overhead")
 
 
 def main() -> int:
@@ -13,7 +21,7 @@ def main() -> int:
     for name in MODULES:
         module = importlib.import_module(f"benchmarks.{name}")
         try:
-            module.main([]) if name != "metrics_parse" else module.main()
+            module.main() if name in _NO_ARGV else module.main([])
         except Exception as err:
             print(f'{{"bench": "{name}", "error": {str(err)!r}}}', file=sys.stderr)
             failed += 1
