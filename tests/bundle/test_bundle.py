@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -183,3 +185,38 @@ def test_capture_keeps_otlp_requests_and_ingest_reads_them(tmp_path: Path) -> No
     assert report.inserted.get("otlp") == 1
     assert spans[0].name == "bls router->detector" and spans[0].service == "router"
     assert spans[0].attribute("triton.child.model") == "detector"
+
+
+def test_analyze_a_broken_bundle_gives_partial_findings_and_notes(tmp_path: Path) -> None:
+    root = _bundle(tmp_path / "b")
+    (root / "stats" / "1700000000000.json").write_text("{not json")
+    (root / "trace.json").write_text('[{"id":1,"model_name":"a"')
+    (root / "triton.log").write_bytes(
+        b"\x00\xffjunk\n"
+        b'E1122 03:39:47.140807 12161 model_repository_manager.cc:1460] "Poll failed for model '
+        b"directory 'fanout_ensemble': output 'RIGHT' for ensemble 'fanout_ensemble' is not "
+        b"written: at least one of its depending tensors, 'OUTPUT', is not connected\"\n"
+        b"I1122 03:39:47.1408"
+    )
+    result = runner.invoke(app, ["analyze", str(root), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    start = result.stdout.index("[")
+    findings = json.loads(result.stdout[start:])
+    assert [f["kind"] for f in findings] == ["ensemble_fanout"]
+    assert "stats/1700000000000.json" in result.output  # the note, on stderr
+
+
+def test_analyze_json_prints_only_the_array(tmp_path: Path) -> None:
+    root = _bundle(tmp_path / "b")
+    result = subprocess.run(
+        [sys.executable, "-m", "observability.cli", "analyze", str(root), "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_analyze_of_no_bundle_is_a_clear_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["analyze", str(tmp_path)])
+    assert result.exit_code == 2 and "has no meta.json" in result.output
