@@ -23,6 +23,7 @@ from observability.bundle import CaptureConfig, capture
 from observability.collect import CollectConfig, CollectRunner
 from observability.demo.scenario import Scenario, Step
 from observability.lab import LabConfig, TritonLab, demo_repository
+from observability.lab.ports import free_ports
 from observability.load import LoadConfig, run_load
 
 __all__ = ["STEPS", "RecordedRun", "record"]
@@ -38,6 +39,7 @@ STEPS: tuple[Step, ...] = (
     Step(21, "deadlock", "generate", params={"deadlock_s": "300"}, timeout_s=5),
 )
 DURATION_S = 30.0
+BLS_DEADLINE_S = 5
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,19 @@ class RecordedRun:
 
 def record(name: str, root: Path, healthy: bool) -> RecordedRun:
     root.mkdir(parents=True, exist_ok=True)
+    otlp_port = free_ports().http
     lab = TritonLab(
         LabConfig(
             model_repository=demo_repository(),
             run_dir=root / "lab",
             model_control="explicit",
             trace_log_frequency=1,
+            # The in-model library exports its spans (and hung-call reports, after 5 s) to
+            # the collector's OTLP receiver, as in production.
+            env={
+                "TRITON_OBS_ENDPOINT": f"http://127.0.0.1:{otlp_port}/v1/traces",
+                "TRITON_OBS_DEADLINE_S": str(BLS_DEADLINE_S),
+            },
         )
     )
     lab.start()
@@ -81,7 +90,7 @@ def record(name: str, root: Path, healthy: bool) -> RecordedRun:
         runner = CollectRunner(
             CollectConfig(
                 store=root / "store.db", url=lab.http_url, metrics_url=lab.metrics_url,
-                log=lab.log_path, trace=lab.trace_path, interval_s=0.5,
+                log=lab.log_path, trace=lab.trace_path, interval_s=0.5, otlp_port=otlp_port,
             )
         )  # fmt: skip
         collector = threading.Thread(target=runner.run, kwargs={"duration_s": 300}, daemon=True)

@@ -1,10 +1,7 @@
-"""bls_call_hung: SYNTHETIC events only, in the form ``observability/bls/calls.py`` emits.
-
-The recorded runs cannot show this: the watchdog reports a call after its deadline (30 s by
-default), later than the recording's window. So these tests build the three sources by hand —
-the ``bls.call.hung`` marker span, the ended ``bls <child>`` span and the stub's stderr line
-(copied from a real lab log) — in a ``Window(events=...)``. This is the only detector tested
-on synthetic events.
+"""bls_call_hung: on the real recording (the in-model watchdog, deadline 5 s, exporting to the
+collector's OTLP receiver) and its healthy twin; plus tables of hand-built events in the form
+``observability/bls/calls.py`` emits, for the cases a recording cannot stage (a call that ends
+after its report, a missing trace id).
 """
 
 from __future__ import annotations
@@ -120,3 +117,16 @@ def test_all_sources_of_one_call_are_one_finding_and_an_ended_call_is_a_warning(
 def test_calls_never_reported_hung_are_not_findings() -> None:
     fine = replace(ended_call(T0, T0 + S), attributes=ATTRS, events=())
     assert BlsCallHung().detect(Window(T0, T0 + 40 * S, events=[fine])) == []
+
+
+def test_real_hung_calls_are_reported_while_hung(faulty: Window) -> None:
+    found = BlsCallHung().detect(faulty)
+    hang = [f for f in found if f.request_id == "demo-hang-0"]
+    assert hang, [(f.model, f.request_id) for f in found]
+    assert hang[0].model == "router" and hang[0].severity is Severity.CRITICAL
+    assert "demo-hang-0.detector" in hang[0].summary + " ".join(e.detail for e in hang[0].evidence)
+    assert any(f.model == "generate" and f.request_id == "demo-deadlock-0" for f in found)
+
+
+def test_real_healthy_twin_has_no_hung_call(healthy: Window) -> None:
+    assert BlsCallHung().detect(healthy) == []
