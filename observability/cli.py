@@ -181,7 +181,9 @@ def load(
 @app.command()
 def demo(
     duration: Annotated[float, typer.Option(min=10, help="seconds of load")] = 60.0,
-    no_ui: Annotated[bool, typer.Option("--no-ui", help="no triage app (plain terminal)")] = False,
+    no_ui: Annotated[
+        bool, typer.Option("--no-ui", help="end after the findings instead of opening the app")
+    ] = False,
     run_dir: Annotated[Path | None, typer.Option(help="keep the run folder here")] = None,
     healthy: Annotated[bool, typer.Option(help="the same load with no faults")] = False,
 ) -> None:
@@ -394,6 +396,15 @@ def _mount_dashboards() -> None:
 
 
 _mount_dashboards()
+
+
+def _mount_triage() -> None:
+    from dashboards.app_cli import triage
+
+    app.command("triage")(triage)
+
+
+_mount_triage()
 
 
 def main() -> None:

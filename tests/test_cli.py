@@ -20,7 +20,7 @@ from observability.lab.processes import processes_mentioning
 runner = CliRunner()
 COMMANDS = [
     "version", "lab", "load", "demo", "capture", "ingest", "collect", "analyze", "watch",
-    "dashboards",
+    "dashboards", "triage",
 ]  # fmt: skip
 
 

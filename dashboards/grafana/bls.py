@@ -45,7 +45,10 @@ def calls_row() -> list[dashboard.Row | object]:
         stat_panel(
             "Not ok",
             "Share of BLS calls whose outcome is not ok (error, exception, cancelled).",
-            f'sum(rate(triton_obs_bls_calls{{{EDGE},outcome!="ok"}}[{RATE}])) / sum({calls})',
+            # `or vector(0)`: while every call succeeds no non-ok series exists at all, and
+            # the share must read 0 %, not "No data" (seen on the live demo).
+            f'(sum(rate(triton_obs_bls_calls{{{EDGE},outcome!="ok"}}[{RATE}])) or vector(0))'
+            f" / sum({calls})",
             unit="percentunit",
         ),
         stat_panel(

@@ -72,11 +72,6 @@ def _interrupt_on_sigterm() -> None:
 
 
 def run_demo(options: DemoOptions, console: Console) -> int:
-    if options.ui:
-        console.print(
-            "[dim]The triage app is not built yet; showing the live terminal view "
-            "(--no-ui gives the same).[/]"
-        )
     _interrupt_on_sigterm()
     lab = TritonLab(
         LabConfig(
@@ -182,7 +177,47 @@ def run_demo(options: DemoOptions, console: Console) -> int:
     )
     console.print(_expected_table(scenario, findings))
     console.print(f"log, traces, store and run.json are in {lab.run_dir}")
-    return 130 if interrupted else 0
+    if interrupted:
+        return 130
+    if options.ui:
+        return _serve_ui(lab.run_dir, console)
+    return 0
+
+
+def _serve_ui(run_dir: Path, console: Console) -> int:
+    """Keep running with the triage app on the run's store until Ctrl-C."""
+    import importlib.util
+    import os
+    import subprocess
+
+    from dashboards.app_cli import streamlit_command
+    from observability.lab.ports import free_ports
+
+    if importlib.util.find_spec("streamlit") is None:
+        console.print(
+            "[yellow]The triage app needs the app extra[/] (pip install "
+            "'triton-observability[app]'); open it later with "
+            f"triton-obs triage --store {run_dir / 'store.db'}"
+        )
+        return 0
+    port = free_ports().http
+    env = {
+        **os.environ,
+        "TRITON_OBS_TRIAGE_STORE": str(run_dir / "store.db"),
+        "TRITON_OBS_TRIAGE_LOG": str(run_dir / "triton.log"),
+    }
+    console.print(f"[green]triage app:[/] http://127.0.0.1:{port}  (Ctrl-C stops it)")
+    child = subprocess.Popen(streamlit_command(port, "127.0.0.1"), env=env)
+    try:
+        child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return 0
 
 
 def watcher_url(watcher: Watcher) -> str:

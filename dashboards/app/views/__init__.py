@@ -1,0 +1,1 @@
+"""One module per page; each has ``render(view)`` and reads data only through ``data/``."""

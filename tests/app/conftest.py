@@ -1,0 +1,76 @@
+"""Stores for the triage app's tests: the real faulty recording with its findings saved, a
+store holding hostile log text, an empty store. Each is a copy: the app only ever reads."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from observability import events as ev
+from observability.analyze import analyze_store
+from observability.findings import Evidence, Finding, Severity
+from observability.store import Store
+from tests.detectors.conftest import faulty_run  # noqa: F401  (the recorded run, reused)
+from tests.detectors.recording import RecordedRun
+
+pytest.importorskip("streamlit", reason="the triage app needs the app extra (streamlit)")
+pytest.importorskip("plotly", reason="the triage app needs the app extra (plotly)")
+
+HOSTILE = (
+    "<script>alert('x')</script> <img src=x onerror=alert(1)> **bold** [link](http://evil) "
+    "\x1b[31mRED\x1b[0m " + "A" * 5000
+)
+
+
+@dataclass(frozen=True)
+class AppStore:
+    store: Path
+    log: Path | None
+    since_ns: int
+    until_ns: int
+
+
+@pytest.fixture(scope="session")
+def faulty_store(faulty_run: RecordedRun, tmp_path_factory: pytest.TempPathFactory) -> AppStore:  # noqa: F811
+    """The faulty recording's store with the findings ``analyze`` gives at its end saved."""
+    path = tmp_path_factory.mktemp("app-faulty") / "store.db"
+    shutil.copy(faulty_run.store, path)
+    with Store(path) as store:
+        found = analyze_store(
+            store, faulty_run.since_ns, faulty_run.until_ns, faulty_run.clock_offset_ns
+        )
+        store.save_findings(found)
+    return AppStore(path, faulty_run.log, faulty_run.since_ns, faulty_run.until_ns)
+
+
+@pytest.fixture(scope="session")
+def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> AppStore:
+    """A log line full of HTML, script, markdown and ANSI escapes, cited by a finding."""
+    root = tmp_path_factory.mktemp("app-hostile")
+    log = root / "triton.log"
+    first = "I1122 04:41:30.000000 1 server.cc:1 started\n"
+    log.write_text(first + f"E1122 04:41:31.000000 1 model.cc:2 {HOSTILE}\n")
+    at = 1_795_322_491_000_000_000
+    header = ev.LogRecord(at, ev.LogLevel.ERROR, "model.cc", 2, len(first))
+    path = root / "store.db"
+    with Store(path) as store:
+        store.write([ev.ErrorLine(header, HOSTILE)], source="hostile")
+        store.save_findings([
+            Finding(
+                kind="callback_error", severity=Severity.CRITICAL, model="<b>evil</b>",
+                summary=f"summary {HOSTILE[:200]}", advice="advice <script>x</script>",
+                first_seen_ns=at, last_seen_ns=at, request_id="<script>rid</script>",
+                evidence=(Evidence("log", at, f"triton.log@{len(first)}", HOSTILE[:300]),),
+            )
+        ])  # fmt: skip
+    return AppStore(path, log, at, at)
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.db"
+    Store(path).close()
+    return path

@@ -1,0 +1,42 @@
+"""Run the app's script under ``streamlit.testing`` against a given store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+MAIN = Path(__file__).resolve().parents[2] / "dashboards" / "app" / "main.py"
+
+
+def run_page(
+    monkeypatch, store: Path | None, page: str, log: Path | None = None, **params: str
+) -> AppTest:
+    """One page, rendered once, with the source set as ``triton-obs triage`` sets it."""
+    monkeypatch.delenv("TRITON_OBS_TRIAGE_BUNDLE", raising=False)
+    if store is None:
+        monkeypatch.delenv("TRITON_OBS_TRIAGE_STORE", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_OBS_TRIAGE_STORE", str(store))
+    if log is None:
+        monkeypatch.delenv("TRITON_OBS_TRIAGE_LOG", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_OBS_TRIAGE_LOG", str(log))
+    at = AppTest.from_file(str(MAIN), default_timeout=120)
+    at.query_params["page"] = page
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page showed as text (code blocks, text, captions, alerts, tables)."""
+    parts = [c.value for c in at.code] + [t.value for t in at.text]
+    parts += [c.value for c in at.caption] + [m.value for m in at.markdown]
+    for kind in ("error", "warning", "info", "success"):
+        parts += [e.value for e in getattr(at, kind)]
+    for frame in at.dataframe:
+        parts.append(frame.value.to_csv())
+    return "\n".join(str(p) for p in parts)
