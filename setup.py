@@ -1,7 +1,8 @@
 """Only the optional C extension; everything else is in pyproject.toml.
 
 ``optional=True``: where it cannot be compiled the install still succeeds and
-``collectors.logs.fastscan`` falls back to the pure-Python parser.
+``collectors.logs.fastscan`` falls back to the pure-Python parser (and
+``collectors.metrics.parser`` to its pure-Python sample construction).
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,12 @@ setup(
             sources=["collectors/logs/_fastscan.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "collectors.metrics._fastmetrics",
+            sources=["collectors/metrics/_fastmetrics.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )
