@@ -159,14 +159,22 @@ class CallbackErrorDetector:
         )
 
 
+_CALLBACK_GAP_NS = 500_000_000
+"""A done-callback runs within milliseconds of its BLS child's response: half a second is
+ample on a loaded 2-core machine and far shorter than any hang."""
+
+
 def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[Lifecycle | None]:
     """For each traceback, the request of its model that it broke, or None when not unique.
 
-    Candidates executed around the traceback and got no response output (an error response,
-    or none yet). A done-callback runs when a BLS child's response arrives, so among several
-    candidates the one whose child was released within ``lookback_ns`` before the traceback
-    wins (a request hung on another child, for one, does not). A sweep over both in time
-    order keeps the cost linear in the log.
+    A done-callback runs when a BLS child's response arrives, so the request whose child was
+    released last, within ``_CALLBACK_GAP_NS`` before the traceback, is the one it broke (a
+    request hung on another child, whose children finished seconds earlier, is not). A
+    swallowed task is reported when it is collected, as its request answers an error: the
+    first request released with no output within the gap after it. Without either, the only
+    request of the model that executed around the traceback with no
+    response output (an error response, or none yet) is taken. A sweep over both in time order
+    keeps the cost linear in the log.
     """
     child_releases: dict[str, list[int]] = {}
     for c in reqs.lifecycles:
@@ -175,7 +183,7 @@ def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[
             if parent is not None:
                 child_releases.setdefault(parent, []).append(c.released_ns)
     starts = sorted(
-        (c for c in reqs.lifecycles if c.executing_ns is not None and not c.outputs),
+        (c for c in reqs.lifecycles if c.executing_ns is not None),
         key=lambda c: c.executing_ns or 0,
     )
     order = sorted(range(len(blocks)), key=lambda i: blocks[i].at_ns)
@@ -193,16 +201,35 @@ def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[
             if c.released_ns is not None and c.released_ns < tb.at_ns - lookback_ns:
                 del pool[key]  # finished long before: never a candidate again
         candidates = [c for key, c in pool.items() if key not in used]
-        answered = [
-            c
-            for c in candidates
-            if any(
-                tb.at_ns - lookback_ns <= t <= tb.at_ns
+        # When each candidate's tell-tale happened: for a done-callback, its BLS child's
+        # response (just before the traceback); for a swallowed task, the request's own error
+        # answer (asyncio reports the task when it is collected, as the request ends).
+        marks: dict[int, int] = {}
+        for c in candidates:
+            if tb.kind == "task":
+                if (
+                    not c.outputs
+                    and c.released_ns is not None
+                    and tb.at_ns <= c.released_ns <= tb.at_ns + _CALLBACK_GAP_NS
+                ):
+                    marks[id(c)] = -c.released_ns
+                continue
+            near = [
+                t
                 for t in child_releases.get(c.request_id, ())
-            )
-        ]
-        if len(answered) == 1 or (not answered and len(candidates) == 1):
-            victim = (answered or candidates)[0]
+                if tb.at_ns - _CALLBACK_GAP_NS <= t <= tb.at_ns
+            ]
+            if near:
+                marks[id(c)] = max(near)
+        victim: Lifecycle | None = None
+        if marks:
+            best = max(marks.values())
+            winners = [c for c in candidates if marks.get(id(c)) == best]
+            victim = winners[0] if len(winners) == 1 else None
+        else:
+            quiet = [c for c in candidates if not c.outputs]
+            victim = quiet[0] if len(quiet) == 1 else None
+        if victim is not None:
             used.add(id(victim))
             out[b] = victim
     return out
