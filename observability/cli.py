@@ -46,7 +46,8 @@ UntilOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    # soft_wrap: a path in the message must stay on one line, whatever the terminal width.
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
