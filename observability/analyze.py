@@ -1,7 +1,8 @@
 """``triton-obs analyze``: a bundle in, findings out, offline.
 
-The bundle is ingested into a store (a temporary one unless given), then every detector runs
-over the bundle's own window, evaluated at its end: the same rules ``watch`` applies live.
+The bundle (a folder or a ``.tar.gz`` of one) is ingested into a store (a temporary one
+unless given), then every detector runs over the bundle's own window, evaluated at its end:
+the same rules ``watch`` applies live.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from observability.bundle import open_bundle
-from observability.bundle.ingest import IngestReport, bundle_events, ingest
+from observability.bundle import Bundle, open_bundle
+from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.findings import Finding, parse_iso
@@ -41,13 +42,18 @@ def analyze_store(
 def analyze_bundle(
     root: Path | str, store_path: Path | None = None, **settings: object
 ) -> AnalysisResult:
-    """Findings of a bundle. Without ``store_path`` the events stay in memory (no store to
-    write: several times faster on a large log); with it they are ingested and kept."""
-    bundle = open_bundle(root)
+    """Findings of a bundle folder or archive. Without ``store_path`` the events stay in
+    memory (no store to write: several times faster on a large log); with it they are
+    ingested and kept. An archive's temporary folder is gone when this returns."""
+    with open_bundle(root) as bundle:
+        return _analyze(bundle, store_path, **settings)
+
+
+def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> AnalysisResult:
     meta = bundle.meta
     if store_path is not None:
         with Store(store_path) as store:
-            report = ingest(root, store)
+            report = ingest_bundle(bundle, store)
             since, until = _bounds(meta.started_at, meta.ended_at, store.time_range())
             if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])

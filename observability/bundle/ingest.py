@@ -4,26 +4,44 @@ Timestamps come from the bundle (snapshot file names, log headers with the bundl
 zone), never from the wall clock at ingest. Every record's store key derives from the bundle
 id and the record's position, so ingesting twice stores nothing twice. A broken part is
 skipped with a note; the rest still goes in.
+
+A bundle may come from anyone, so no part of it may stop the ingest or cost unbounded
+memory: each file is read up to its limit, the log a bounded line at a time, a parser that
+fails on a file costs only that file, and a batch the store refuses (a value out of its
+range) is retried record by record, keeping what fits.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, TypeVar
 
 from collectors.logs.parser import ParseStats, parse_lines
 from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
 from collectors.traces.parser import parse_trace_file_lenient
 from observability import events as ev
-from observability.bundle.layout import Bundle, open_bundle
+from observability.bundle.layout import Bundle, PartError, open_bundle, open_part, read_part
 from observability.store import Store
 
-__all__ = ["IngestReport", "bundle_events", "ingest"]
+__all__ = ["IngestReport", "bundle_events", "ingest", "ingest_bundle"]
 
 _BATCH = 5000
+_UNSTORABLE = (
+    OverflowError,  # an integer past SQLite's int64
+    ValueError,  # a lone surrogate (UnicodeEncodeError), a NaN where a number must be
+    TypeError,
+    sqlite3.InterfaceError,
+    sqlite3.IntegrityError,
+    sqlite3.ProgrammingError,
+)
+"""What the store raises for one record's values (its StoreError, a full disk or a broken
+file, is not among them: that ends the ingest with its message)."""
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -39,13 +57,37 @@ class IngestReport:
         self.duplicates += duplicates
 
 
-def _log_lines(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as fh:
-        yield from fh
+class _LogLines:
+    """A log's lines, none longer than ``limit``: ``for line in file`` would hold a 1 GB line
+    (a tensor dumped by a stub) whole. A longer line is skipped through its newline and ends
+    the run, so the next run restarts the parser at the true byte offset of what follows."""
+
+    def __init__(self, fh: BinaryIO, offset: int, limit: int) -> None:
+        self._fh = fh
+        self.offset = offset
+        self._limit = limit
+        self.eof = False
+        self.skipped: list[tuple[int, int]] = []
+        """``(offset, length)`` of each over-long line."""
+
+    def run(self) -> Iterator[bytes]:
+        readline, limit = self._fh.readline, self._limit
+        while line := readline(limit):
+            if len(line) == limit and line[-1] != 10:
+                start, length = self.offset, len(line)
+                while (rest := readline(limit)) and rest[-1] != 10:
+                    length += len(rest)
+                length += len(rest)
+                self.offset += length
+                self.skipped.append((start, length))
+                return
+            self.offset += len(line)
+            yield line
+        self.eof = True
 
 
-def _batches(items: Iterable[object], size: int = _BATCH) -> Iterator[list[object]]:
-    batch: list[object] = []
+def _batches(items: Iterable[_T], size: int = _BATCH) -> Iterator[list[_T]]:
+    batch: list[_T] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -55,12 +97,39 @@ def _batches(items: Iterable[object], size: int = _BATCH) -> Iterator[list[objec
         yield batch
 
 
-def _read_text(path: Path, notes: list[str]) -> str | None:
+def _problem(err: BaseException) -> str:
+    text = str(err)
+    text = text if len(text) <= 200 else text[:200] + "…"
+    return f"{type(err).__name__}: {text}" if not isinstance(err, ValueError) else text
+
+
+def _parsed(
+    label: str, notes: list[str], parse: Callable[..., _T], *args: object, **kw: object
+) -> _T | None:
+    """``parse(*args, **kw)``, or None with a note. Any exception counts: a parser's bug on a
+    hostile file must cost that file, not the ingest of the rest of the bundle."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        notes.append(f"skipped {path.name}: {err}")
+        return parse(*args, **kw)
+    except RecursionError:
+        notes.append(f"skipped {label}: nested too deeply")
+    except Exception as err:  # the boundary for untrusted input: noted, never raised
+        notes.append(f"skipped {label}: {_problem(err)}")
+    return None
+
+
+def _text(bundle: Bundle, label: str, path: Path, part: str, notes: list[str]) -> str | None:
+    try:
+        data = read_part(path, bundle.limits.part_bytes(part))
+    except PartError as err:
+        notes.append(f"skipped {label}: {err}")
         return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _otlp_spans(text: str) -> list[object]:
+    from collectors.otlp import spans_from_otlp_json
+
+    return list(spans_from_otlp_json(json.loads(text)))
 
 
 def bundle_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str, list[object]]]:
@@ -68,12 +137,13 @@ def bundle_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, s
     meta, notes = bundle.meta, report.notes
     bid = meta.bundle_id
     for unix_ms, path in bundle.metrics:
-        text = _read_text(path, notes)
-        if text is None:
+        label = f"metrics/{path.name}"
+        text = _text(bundle, label, path, "metrics", notes)
+        page = None if text is None else _parsed(label, notes, parse_metrics_lenient, text)
+        if page is None:
             continue
-        page = parse_metrics_lenient(text)
         for problem in page.problems[:5]:
-            notes.append(f"metrics/{path.name}: skipped a line: {problem}")
+            notes.append(f"{label}: skipped a line: {problem}")
         samples = tuple(s for fam in page.families for s in fam.samples)
         at_ns = unix_ms * 1_000_000
         yield (
@@ -85,54 +155,110 @@ def bundle_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, s
             ],
         )
     for unix_ms, path in bundle.stats:
-        text = _read_text(path, notes)
-        if text is None:
+        label = f"stats/{path.name}"
+        text = _text(bundle, label, path, "stats", notes)
+        at_ns = unix_ms * 1_000_000
+        parsed = (
+            None if text is None else _parsed(label, notes, parse_model_stats_lenient, text, at_ns)
+        )
+        if parsed is None:
             continue
-        try:
-            parsed = parse_model_stats_lenient(text, unix_ms * 1_000_000)
-        except ValueError as err:
-            notes.append(f"skipped stats/{path.name}: {err}")
-            continue
-        notes.extend(f"stats/{path.name}: {p}" for p in parsed.problems[:5])
+        notes.extend(f"{label}: {p}" for p in parsed.problems[:5])
         yield "stats", "", list(parsed.stats)
     for path in bundle.traces:
-        text = _read_text(path, notes)
-        if text is None:
-            continue
-        try:
-            parsed_trace = parse_trace_file_lenient(text, source=path.name)
-        except ValueError as err:
-            notes.append(f"skipped {path.name}: {err}")
+        text = _text(bundle, path.name, path, "trace", notes)
+        parsed_trace = (
+            None
+            if text is None
+            else _parsed(path.name, notes, parse_trace_file_lenient, text, source=path.name)
+        )
+        if parsed_trace is None:
             continue
         if parsed_trace.truncated:
             notes.append(f"{path.name} is truncated: kept {len(parsed_trace.spans)} spans")
         yield "traces", f"{bid}/{path.name}", list(parsed_trace.spans)
     if bundle.otlp:
-        from collectors.otlp import spans_from_otlp_json
-
         for _unix_ms, path in bundle.otlp:
-            text = _read_text(path, notes)
-            if text is None:
-                continue
-            try:
-                spans = spans_from_otlp_json(json.loads(text))
-            except ValueError as err:
-                notes.append(f"skipped otlp/{path.name}: {err}")
-                continue
-            yield "otlp", "", list(spans)
+            label = f"otlp/{path.name}"
+            text = _text(bundle, label, path, "otlp", notes)
+            spans = None if text is None else _parsed(label, notes, _otlp_spans, text)
+            if spans is not None:
+                yield "otlp", "", spans
     if bundle.log is not None:
-        stats = ParseStats()
-        start = int(meta.sources.get("log_start_offset") or 0)
-        records = parse_lines(
-            _log_lines(bundle.log),
-            year=meta.year,
-            utc_offset_s=meta.log_utc_offset_s,
-            offset=start,
-            stats=stats,
+        yield from _log_events(bundle, report)
+
+
+def _log_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str, list[object]]]:
+    meta, notes = bundle.meta, report.notes
+    try:
+        fh = open_part(bundle.log) if bundle.log is not None else None
+    except PartError as err:
+        notes.append(f"skipped triton.log: {err}")
+        return
+    if fh is None:
+        return
+    stats = ParseStats()
+    source = f"{meta.bundle_id}/triton.log"
+    with fh:
+        lines = _LogLines(fh, meta.log_start_offset, bundle.limits.log_line_bytes)
+        try:
+            while not lines.eof:
+                records = parse_lines(
+                    lines.run(),
+                    year=meta.year,
+                    utc_offset_s=meta.log_utc_offset_s,
+                    offset=lines.offset,
+                    stats=stats,
+                )
+                for batch in _batches(records):
+                    yield "log", source, list(batch)
+        except OSError as err:
+            notes.append(f"triton.log: reading stopped at byte {lines.offset}: {err}")
+    if lines.skipped:
+        at = ", ".join(str(off) for off, _n in lines.skipped[:5])
+        notes.append(
+            f"triton.log: skipped {len(lines.skipped)} line(s) longer than "
+            f"{bundle.limits.log_line_bytes:,} bytes (at byte {at})"
         )
-        for batch in _batches(records):
-            yield "log", f"{bid}/triton.log", batch
-        report.log_skipped = {k: v for k, v in stats.skipped.items() if k != "info"}
+    report.log_skipped = {k: v for k, v in stats.skipped.items() if k != "info"}
+    if lines.skipped:
+        report.log_skipped["too_long"] = len(lines.skipped)
+
+
+def _write(store: Store, part: str, source: str, batch: list[object], report: IngestReport) -> None:
+    """Store one batch; a batch the store refuses as a whole (an integer SQLite cannot hold,
+    from a forged file) is rolled back and retried one record at a time, so the good records
+    still go in and what was stored before is untouched."""
+    try:
+        result = store.write(batch, source=source)
+    except _UNSTORABLE:
+        inserted = duplicates = refused = 0
+        for event in batch:
+            try:
+                one = store.write([event], source=source)
+            except _UNSTORABLE:
+                refused += 1
+                continue
+            inserted += one.inserted
+            duplicates += one.duplicates
+        report.notes.append(f"{part}: skipped {refused} record(s) with values out of range")
+        report.add(part, inserted, duplicates)
+        return
+    report.add(part, result.inserted, result.duplicates)
+
+
+def ingest_bundle(
+    bundle: Bundle,
+    store: Store,
+    on_batch: Callable[[str, int], None] | None = None,
+) -> IngestReport:
+    """Ingest an already opened bundle (see :func:`ingest`)."""
+    report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
+    for part, source, batch in bundle_events(bundle, report):
+        _write(store, part, source, batch, report)
+        if on_batch is not None:
+            on_batch(part, len(batch))
+    return report
 
 
 def ingest(
@@ -140,11 +266,6 @@ def ingest(
     store: Store,
     on_batch: Callable[[str, int], None] | None = None,
 ) -> IngestReport:
-    bundle = open_bundle(root)
-    report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
-    for part, source, batch in bundle_events(bundle, report):
-        result = store.write(batch, source=source)
-        report.add(part, result.inserted, result.duplicates)
-        if on_batch is not None:
-            on_batch(part, len(batch))
-    return report
+    """Ingest the bundle folder or archive ``root`` into ``store``."""
+    with open_bundle(root) as bundle:
+        return ingest_bundle(bundle, store, on_batch)
