@@ -46,7 +46,9 @@ def triage(
         Path | None, typer.Option(help="a bundle folder, analysed into a store of its own")
     ] = None,
     port: Annotated[int, typer.Option(min=1, max=65535, help="the app's port")] = 8501,
-    host: Annotated[str, typer.Option(help="the address to bind")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="the address to bind; beyond loopback warns (no login)")
+    ] = "127.0.0.1",
     log: Annotated[
         Path | None,
         typer.Option(help="the Triton log the store reads, for exact evidence lines"),
@@ -71,7 +73,17 @@ def triage(
         env.pop(key, None)
         if value is not None:
             env[key] = str(value.resolve())
-    typer.echo(f"triage app on http://{host}:{port} (Ctrl-C to stop)")
+    from observability.collect.selfmetrics import is_loopback
+
+    if not is_loopback(host):
+        # The app shows request ids and log lines, with no login: say so where it is seen.
+        typer.echo(
+            f"warning: the triage app listens on {host}, beyond loopback: anyone who can "
+            "reach this machine can read the store (--host 127.0.0.1 keeps it local)",
+            err=True,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"triage app on http://{shown}:{port} (Ctrl-C to stop)")
     child = subprocess.Popen(streamlit_command(port, host), env=env)
     # A supervisor's SIGTERM must stop the server too, not orphan it.
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())

@@ -213,12 +213,9 @@ def capture(
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between snapshots")] = 1.0,
     log_from_start: Annotated[bool, typer.Option(help="copy the whole log")] = False,
     otlp_port: OtlpPortOpt = None,
-    archive: Annotated[
-        bool, typer.Option("--archive", help="also write OUT.tar.gz, to send to someone")
-    ] = False,
 ) -> None:
     """Record a bundle (log, traces, /metrics and stats snapshots) from a live Triton."""
-    from observability.bundle import CaptureConfig, write_archive
+    from observability.bundle import CaptureConfig
     from observability.bundle import capture as run_capture
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
@@ -226,9 +223,6 @@ def capture(
     for path in (log,):
         if path is not None and not path.is_file():
             raise _fail(f"log file {path} does not exist")
-    tarball = out.resolve().with_name(out.resolve().name + ".tar.gz")
-    if archive and tarball.exists():  # say so now, not after the whole window
-        raise _fail(f"{tarball} exists; choose a new --out")
     cfg = CaptureConfig(
         out=out, url=url, metrics_url=metrics_url, log=log, trace=trace,
         duration_s=duration, interval_s=interval, log_from_start=log_from_start,
@@ -243,24 +237,16 @@ def capture(
         f"bundle {out}: {result.metrics} metrics and {result.stats} stats snapshots, "
         f"{result.traces} trace files, {result.log_bytes} log bytes"
     )
-    if archive:
-        try:
-            console.print(f"archive {write_archive(out, tarball)}", soft_wrap=True)
-        except OSError as err:
-            raise _fail(f"cannot write {tarball}: {err}") from None
     for failure in result.failures[:10]:
         err_console.print(f"[yellow]warning:[/] {failure}", highlight=False)
 
 
 @app.command()
 def ingest(
-    bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
+    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
     store: StoreOpt,
 ) -> None:
     """Replay a bundle into a store, with the bundle's timestamps; twice stores nothing twice."""
-    from rich.markup import escape
-
-    from dashboards.app.data.text import visible_controls
     from observability.bundle import BundleError
     from observability.bundle.ingest import ingest as run_ingest
     from observability.store import Store, StoreError
@@ -272,8 +258,8 @@ def ingest(
         raise _fail(str(err)) from None
     parts = ", ".join(f"{n} {part}" for part, n in sorted(report.inserted.items())) or "nothing"
     console.print(f"ingested {parts} ({report.duplicates} already stored) into {store}")
-    for note in report.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
-        err_console.print(f"[yellow]note:[/] {escape(visible_controls(note))}", highlight=False)
+    for note in report.notes[:20]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
 
 
 @app.command()
@@ -285,20 +271,24 @@ def collect(
     trace: TraceOpt = None,
     otlp_port: OtlpPortOpt = None,
     port: Annotated[
-        int | None, typer.Option(help="serve our own /metrics on 127.0.0.1:PORT")
+        int | None, typer.Option(help="serve our own /metrics on HOST:PORT (0: any)")
     ] = None,
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between scrapes")] = 1.0,
     duration: UntilOpt = None,
+    host: Annotated[
+        str, typer.Option(help="address of /metrics and the OTLP receiver; beyond loopback warns")
+    ] = "127.0.0.1",
 ) -> None:
     """Run every collector live into a store, serving the collector's own /metrics."""
     from observability.collect import CollectConfig, CollectRunner
+    from observability.collect.selfmetrics import is_loopback
     from observability.store import StoreError
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to collect: give --url, --metrics-url, --log, --trace or --otlp-port")
     cfg = CollectConfig(
         store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
-        otlp_port=otlp_port, metrics_port=port, interval_s=interval,
+        otlp_port=otlp_port, metrics_port=port, interval_s=interval, host=host,
     )  # fmt: skip
     try:
         runner = CollectRunner(cfg)
@@ -310,8 +300,15 @@ def collect(
     except OSError as err:
         runner.close()
         raise _fail(f"cannot listen: {err}") from None
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
+    if not is_loopback(host) and (port is not None or otlp_port is not None):
+        err_console.print(
+            f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
+            "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip
     if runner.metrics_port:
-        console.print(f"own metrics  http://127.0.0.1:{runner.metrics_port}/metrics")
+        console.print(f"own metrics  http://{shown}:{runner.metrics_port}/metrics")
     if runner.otlp_url:
         console.print(f"OTLP/HTTP    {runner.otlp_url}/v1/traces")
     console.print(f"collecting into {store}; Ctrl-C stops")
@@ -323,16 +320,13 @@ def collect(
 
 @app.command()
 def analyze(
-    bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
+    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
     format: Annotated[str, typer.Option("--format", help="json, table or markdown")] = "table",
     store: Annotated[
         Path | None, typer.Option(help="keep the ingested store here (default: temporary)")
     ] = None,
 ) -> None:
     """Find pathologies in a bundle offline; --format json prints only the JSON array."""
-    from rich.markup import escape
-
-    from dashboards.app.data.text import visible_controls
     from observability.analyze import analyze_bundle
     from observability.bundle import BundleError
     from observability.report import findings_json, findings_markdown, findings_table
@@ -344,8 +338,8 @@ def analyze(
         result = analyze_bundle(bundle, store)
     except (BundleError, StoreError) as err:
         raise _fail(str(err)) from None
-    for note in result.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
-        err_console.print(f"[yellow]note:[/] {escape(visible_controls(note))}", highlight=False)
+    for note in result.notes[:20]:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     if format == "json":
         typer.echo(findings_json(result.findings))
     elif format == "markdown":
@@ -362,16 +356,22 @@ def watch(
     log: LogOpt = None,
     trace: TraceOpt = None,
     otlp_port: OtlpPortOpt = None,
-    port: Annotated[int, typer.Option(help="serve /metrics on 127.0.0.1:PORT (0: any)")] = 9464,
+    port: Annotated[int, typer.Option(help="serve /metrics on HOST:PORT (0: any)")] = 9464,
     deadline: Annotated[
         float, typer.Option(min=0.1, help="seconds before a running request counts as hung")
     ] = 10.0,
     duration: UntilOpt = None,
+    host: Annotated[
+        str, typer.Option(help="address of /metrics and the OTLP receiver; beyond loopback warns")
+    ] = "127.0.0.1",
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics."""
+    from rich.markup import escape
     from rich.panel import Panel
 
+    from dashboards.app.data.text import visible_controls
     from observability.collect import CollectConfig
+    from observability.collect.selfmetrics import is_loopback
     from observability.store import StoreError
     from observability.watch import WatchConfig, Watcher
 
@@ -380,7 +380,7 @@ def watch(
     cfg = WatchConfig(
         collect=CollectConfig(
             store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
-            otlp_port=otlp_port, metrics_port=port,
+            otlp_port=otlp_port, metrics_port=port, host=host,
         ),
         settings={"deadline_s": deadline},
     )  # fmt: skip
@@ -390,16 +390,32 @@ def watch(
     except (StoreError, OSError) as err:
         raise _fail(str(err)) from None
     signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
-    console.print(f"metrics  http://127.0.0.1:{watcher.runner.metrics_port}/metrics")
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
+    if not is_loopback(host):
+        err_console.print(
+            f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
+            "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
+            highlight=False, soft_wrap=True,
+        )  # fmt: skip
+    console.print(f"metrics  http://{shown}:{watcher.runner.metrics_port}/metrics")
     console.print(f"watching; findings go to {store}; Ctrl-C stops")
+
+    def safe(text: str | None) -> str:
+        # Findings quote the log (request ids, exception text): neither Rich markup nor a
+        # terminal escape in them may act on the user's terminal.
+        return escape(visible_controls(text or ""))
 
     def show(finding) -> None:
         style = {"critical": "red", "warning": "yellow"}.get(finding.severity.value, "dim")
-        title = f"{finding.severity.value} {finding.kind} · {finding.model}"
+        title = f"{finding.severity.value} {safe(finding.kind)} · {safe(finding.model)}"
         if finding.request_id:
-            title += f" · {finding.request_id}"
+            title += f" · {safe(finding.request_id)}"
         console.print(
-            Panel(f"{finding.summary}\n[dim]{finding.advice}[/]", title=title, border_style=style)
+            Panel(
+                f"{safe(finding.summary)}\n[dim]{safe(finding.advice)}[/]",
+                title=title,
+                border_style=style,
+            )
         )
 
     with contextlib.suppress(KeyboardInterrupt):

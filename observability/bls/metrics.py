@@ -14,7 +14,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CATALOGUE", "BlsMetrics", "MetricSpec", "Publisher"]
+__all__ = ["CATALOGUE", "MAX_CHILDREN", "OTHER_CHILD", "BlsMetrics", "MetricSpec", "Publisher"]
+
+MAX_CHILDREN = 64
+"""Distinct ``child`` label values per instance. The child's name is read from the child's
+request id when Triton does not expose it (``<parent id>.<model>``); a model that builds ids
+like ``<parent id>.<uuid>`` would otherwise make one series per request."""
+OTHER_CHILD = "other"
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,7 @@ class BlsMetrics:
         self.counters: dict[tuple[str, tuple[str, ...]], float] = {}
         self.gauges: dict[tuple[str, tuple[str, ...]], float] = {}
         self._call_keys: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {}
+        self._children: set[str] = set()
 
     def add(self, name: str, labels: tuple[str, ...], value: float = 1.0) -> None:
         key = (name, labels)
@@ -119,7 +126,8 @@ class BlsMetrics:
         key = self._call_keys.get((child, outcome))
         if key is None:
             key = ("triton_obs_bls_calls", self.edge(child, outcome))
-            self._call_keys[(child, outcome)] = key
+            if key[1][2] == child:  # cache admitted children only: the cache stays bounded
+                self._call_keys[(child, outcome)] = key
         with self._lock:
             self.counters[key] = self.counters.get(key, 0.0) + 1.0
 
@@ -131,7 +139,14 @@ class BlsMetrics:
         return (self.model, self.instance, *extra)
 
     def edge(self, child: str, *extra: str) -> tuple[str, ...]:
-        """Labels ``(parent, instance, child, *extra)``."""
+        """Labels ``(parent, instance, child, *extra)``; past ``MAX_CHILDREN`` distinct
+        children, new ones are counted as ``child="other"``."""
+        if child not in self._children:
+            with self._lock:
+                if len(self._children) < MAX_CHILDREN:
+                    self._children.add(child)
+                else:
+                    child = OTHER_CHILD
         return (self.model, self.instance, child, *extra)
 
     def snapshot(self) -> tuple[dict, dict]:

@@ -40,6 +40,8 @@ class CollectConfig:
     """Start an OTLP/HTTP receiver on 127.0.0.1:PORT (0 picks a free port)."""
     metrics_port: int | None = None
     """Serve our own /metrics on 127.0.0.1:PORT (0 picks a free port)."""
+    host: str = "127.0.0.1"
+    """Where both servers listen; anything but loopback is logged as a warning."""
     interval_s: float = 1.0
     log_interval_s: float = 0.25
     checkpoint: Path | None = None
@@ -97,11 +99,11 @@ class CollectRunner:
     def start_servers(self) -> None:
         """Idempotent: ``run()`` calls it too."""
         if self.cfg.metrics_port is not None and self.metrics_port is None:
-            self.metrics_port = serve(self.metrics, self.cfg.metrics_port)
+            self.metrics_port = serve(self.metrics, self.cfg.metrics_port, self.cfg.host)
         if self.cfg.otlp_port is not None and self._otlp is None:
             from collectors.otlp import OtlpReceiver
 
-            self._otlp = OtlpReceiver(port=self.cfg.otlp_port).start()
+            self._otlp = OtlpReceiver(self.cfg.host, self.cfg.otlp_port).start()
             self.otlp_url = self._otlp.url
 
     def stop(self) -> None:

@@ -6,11 +6,12 @@ Served by prometheus_client on 127.0.0.1 only unless told otherwise; labels are 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-__all__ = ["SelfMetrics", "serve"]
+__all__ = ["SelfMetrics", "is_loopback", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +57,24 @@ class SelfMetrics:
         )
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:
-    """Serve the registry; returns the bound port (``port=0`` picks a free one)."""
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, port)
+    """Serve the registry; returns the bound port (``port=0`` picks a free one).
+
+    Anything but loopback is logged as a warning once bound (with the real port): these
+    pages name models and file sizes, and nobody should publish them by accident.
+    """
     server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
-    return int(server.server_address[1])
+    bound = int(server.server_address[1])
+    if not is_loopback(host):
+        log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, bound)
+    return bound

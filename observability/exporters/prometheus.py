@@ -2,6 +2,14 @@
 
 Labels are bounded by construction: kind (a fixed list), model (the repository's models),
 severity (three values). Request ids never become labels; they live in the findings.
+
+Two more bounds, because model names come from what Triton logged and from OTLP spans that
+anything on the host may post: a label set that is no longer current is shown as 0 for
+``RETIRE_AFTER_S`` (so a scrape sees the drop and graphs do not just stop) and then removed,
+so models that come and go do not pile up; and at most ``MAX_MODELS`` model names are
+labels at once, the rest are summed under ``model="_other"``. A series count is therefore
+at most ``(MAX_MODELS + 1) * (len(KINDS) * 3 + 3)``, and in practice
+``models * (kinds seen + 3)``.
 """
 
 from __future__ import annotations
@@ -15,7 +23,38 @@ from observability.detectors.requests import requests_of
 from observability.detectors.window import Window
 from observability.findings import Finding
 
-__all__ = ["FindingsExporter"]
+__all__ = ["MAX_MODELS", "OTHER_MODEL", "RETIRE_AFTER_S", "FindingsExporter"]
+
+MAX_MODELS = 1000
+"""Distinct model labels at once; a Triton serving more is rare, a flood of names is not."""
+OTHER_MODEL = "_other"
+RETIRE_AFTER_S = 300.0
+"""How long a label set stays at 0 before it is removed: several scrape intervals."""
+
+Labels = tuple[str, ...]
+
+
+class _Series:
+    """One gauge's label sets: current values, and those at 0 since a time (retiring)."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self.zero_since: dict[Labels, int] = {}
+        self.live: set[Labels] = set()
+
+    def publish(self, values: dict[Labels, float], now_ns: int) -> None:
+        for labels, value in values.items():
+            self.gauge.labels(*labels).set(value)
+            self.zero_since.pop(labels, None)
+        for labels in self.live - values.keys():
+            self.zero_since.setdefault(labels, now_ns)
+            self.gauge.labels(*labels).set(0)
+        limit = int(RETIRE_AFTER_S * 1e9)
+        for labels, since in list(self.zero_since.items()):
+            if now_ns - since >= limit:
+                self.gauge.remove(*labels)
+                del self.zero_since[labels]
+        self.live = set(values) | set(self.zero_since)
 
 
 class FindingsExporter:
@@ -42,18 +81,17 @@ class FindingsExporter:
             ["model"],
             registry=registry,
         )
-        self._models: set[str] = set()
-        self._finding_labels: set[tuple[str, str, str]] = set()
+        self._series = [_Series(g) for g in (self.findings, self.hung, self.bls_inflight)]
+        self._series.append(_Series(self.oldest))
+
+    def _labelled(self) -> set[str]:
+        """Model names that hold a label now (current or retiring)."""
+        models = {labels[1] for labels in self._series[0].live}
+        for series in self._series[1:]:
+            models.update(labels[0] for labels in series.live)
+        return models
 
     def update(self, findings: Sequence[Finding], window: Window) -> None:
-        counts = Counter((f.kind, f.model, f.severity.value) for f in findings)
-        for labels in self._finding_labels - set(counts):
-            self.findings.labels(*labels).set(0)
-        for labels, n in counts.items():
-            self.findings.labels(*labels).set(n)
-        self._finding_labels |= set(counts)
-
-        hung = Counter(f.model for f in findings if f.kind == "hung_request")
         requests = requests_of(window)
         oldest: dict[str, float] = {}
         inflight: Counter[str] = Counter()
@@ -67,9 +105,34 @@ class FindingsExporter:
                 caller = requests.outermost(parent)
                 if caller is not None and caller.model:
                     inflight[caller.model] += 1
-        models = set(requests.instances) | set(oldest) | set(hung) | self._models
-        self._models = models
+        hung = Counter(f.model for f in findings if f.kind == "hung_request")
+        models = set(requests.instances) | set(oldest) | set(hung)
+
+        # Names already labelled (retiring ones too) keep their label; new ones get one while
+        # fewer than MAX_MODELS names are labelled.
+        labelled = self._labelled()
+        admitted = set(labelled)
+        for name in sorted((models | {f.model for f in findings}) - labelled):
+            if len(admitted) >= MAX_MODELS:
+                break
+            admitted.add(name)
+
+        def label(model: str) -> str:
+            return model if model in admitted else OTHER_MODEL
+
+        counts: Counter[Labels] = Counter(
+            (f.kind, label(f.model), f.severity.value) for f in findings
+        )
+        hung_by: Counter[Labels] = Counter()
+        inflight_by: Counter[Labels] = Counter()
+        oldest_by: dict[Labels, float] = {}
         for model in models:
-            self.hung.labels(model).set(hung.get(model, 0))
-            self.oldest.labels(model).set(oldest.get(model, 0.0))
-            self.bls_inflight.labels(model).set(inflight.get(model, 0))
+            key = (label(model),)
+            hung_by[key] += hung.get(model, 0)
+            inflight_by[key] += inflight.get(model, 0)
+            oldest_by[key] = max(oldest_by.get(key, 0.0), oldest.get(model, 0.0))
+        now = window.until_ns
+        self._series[0].publish(dict(counts), now)
+        self._series[1].publish(dict(hung_by), now)
+        self._series[2].publish(dict(inflight_by), now)
+        self._series[3].publish(oldest_by, now)

@@ -15,6 +15,7 @@ from dashboards.app import state
 from dashboards.app.data import findings as fd
 from dashboards.app.data.metrics import gauge
 from dashboards.app.data.source import View
+from dashboards.app.data.text import cell, chart_text
 from dashboards.app.views.common import clock, show_text
 from observability.findings import Finding
 
@@ -47,7 +48,7 @@ def render(view: View) -> None:
 
 
 def _label(f: Finding) -> str:
-    return f"{f.severity.value} · {f.kind} · {f.model} · {f.request_id or '-'}"
+    return cell(f"{f.severity.value} · {f.kind} · {f.model} · {f.request_id or '-'}")
 
 
 def _header(f: Finding) -> None:
@@ -106,7 +107,7 @@ def _chart(view: View, f: Finding) -> None:
                     x=[clock(t) for t, _ in points],
                     y=[v for _, v in points],
                     mode="lines",
-                    name=f"{name} {model}",
+                    name=chart_text(f"{name} {model}"),
                 )
     if not fig.data:
         st.caption("No metric samples for this model around the finding.")
@@ -152,9 +153,9 @@ def _related(findings: list[Finding], f: Finding) -> None:
         {
             "severity": [o.severity.value for o in others],
             "kind": [o.kind for o in others],
-            "model": [o.model for o in others],
-            "request": [o.request_id or "" for o in others],
-            "summary": [o.summary for o in others],
+            "model": [cell(o.model) for o in others],
+            "request": [cell(o.request_id or "") for o in others],
+            "summary": [cell(o.summary) for o in others],
         },
         hide_index=True,
         key="related_table",

@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboards.app.data import health
 from dashboards.app.data.source import View
+from dashboards.app.data.text import cell
 from dashboards.app.views.common import clock
 from observability import events as ev
 
@@ -43,7 +44,7 @@ def render(view: View) -> None:
     if not models:
         st.info("No Triton metrics in this window: is the collector scraping /metrics?")
         return
-    model = st.selectbox("Model", models, key="health_model")
+    model = st.selectbox("Model", models, key="health_model", format_func=cell)
     charts = [
         _line("Throughput", {"inferences/s": rates.get(model, [])}, "per s"),
         _line("Latency per request by stage", latency.get(model, {}), "ms"),

@@ -13,6 +13,7 @@ from dashboards.app import state
 from dashboards.app.data import findings as fd
 from dashboards.app.data.inflight import oldest_in_flight
 from dashboards.app.data.source import DataSource, SourceError, View, open_view
+from dashboards.app.data.text import cell, chart_text
 from dashboards.app.views.common import SEVERITY_COLOURS, clock, show_text
 
 REFRESH_S = 5
@@ -73,11 +74,11 @@ def _findings(findings: list) -> None:
     table = {
         "severity": [r.severity for r in rows],
         "kind": [r.kind for r in rows],
-        "model": [r.model for r in rows],
-        "request": [r.request_id for r in rows],
+        "model": [cell(r.model) for r in rows],
+        "request": [cell(r.request_id) for r in rows],
         "first seen": [r.first_seen[11:23] for r in rows],
         "last seen": [r.last_seen[11:23] for r in rows],
-        "summary": [r.summary for r in rows],
+        "summary": [cell(r.summary) for r in rows],
     }
     st.caption("Click a row to open the finding.")
     st.dataframe(
@@ -91,7 +92,7 @@ def _findings(findings: list) -> None:
         "Or choose a finding",
         range(len(rows)),
         key="finding_pick",
-        format_func=lambda i: (
+        format_func=lambda i: cell(
             f"{rows[i].severity} · {rows[i].kind} · {rows[i].model} · {rows[i].request_id or '-'}"
         ),
     )
@@ -123,7 +124,9 @@ def _charts(findings: list) -> None:
     fig.update_layout(barmode="stack", title="By kind", height=300, margin={"t": 40, "b": 0})
     left.plotly_chart(fig, key="by_kind")
     models = fd.counts(findings, "model")
-    fig = go.Figure(go.Bar(x=list(models), y=list(models.values()), marker_color="#7f7f7f"))
+    fig = go.Figure(
+        go.Bar(x=[chart_text(m) for m in models], y=list(models.values()), marker_color="#7f7f7f")
+    )
     fig.update_layout(title="By model", height=300, margin={"t": 40, "b": 0})
     right.plotly_chart(fig, key="by_model")
 
@@ -151,10 +154,10 @@ def _in_flight(view: View) -> None:
     st.caption("Click a row to open the request's timeline.")
     st.dataframe(
         {
-            "request": ids,
-            "model": [r.model for r in oldest],
+            "request": [cell(i) for i in ids],
+            "model": [cell(r.model) for r in oldest],
             "state": [r.state for r in oldest],
-            "instance": [r.instance for r in oldest],
+            "instance": [cell(r.instance) for r in oldest],
             "age (s)": [round(r.age_s, 1) for r in oldest],
             "open BLS calls": [r.open_children for r in oldest],
             "since": [clock(r.started_ns) for r in oldest],
@@ -164,7 +167,7 @@ def _in_flight(view: View) -> None:
         selection_mode="single-row",
         on_select=lambda: _open_request("inflight_table", ids),
     )
-    pick = st.selectbox("Or choose a request", ids, key="request_pick")
+    pick = st.selectbox("Or choose a request", ids, key="request_pick", format_func=cell)
     st.button(
         "Open timeline",
         key="open_timeline",

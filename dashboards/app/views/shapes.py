@@ -8,6 +8,7 @@ import streamlit as st
 from dashboards.app import state
 from dashboards.app.data.shapes import GROWTH_FACTOR, shape_history
 from dashboards.app.data.source import View
+from dashboards.app.data.text import cell, chart_text
 from dashboards.app.views.common import clock
 
 
@@ -20,8 +21,8 @@ def render(view: View) -> None:
     keys = sorted(history, key=lambda k: (-sum(p.growth for p in history[k]), k))
     st.dataframe(
         {
-            "model": [k[0] for k in keys],
-            "output": [k[1] for k in keys],
+            "model": [cell(k[0]) for k in keys],
+            "output": [cell(k[1]) for k in keys],
             "responses": [len(history[k]) for k in keys],
             "largest": [str(max(history[k], key=lambda p: p.elements).shape) for k in keys],
             "growth steps": [sum(p.growth for p in history[k]) for k in keys],
@@ -29,7 +30,9 @@ def render(view: View) -> None:
         hide_index=True,
         key="shapes_table",
     )
-    key = st.selectbox("Output", keys, key="shape_output", format_func=lambda k: f"{k[0]} / {k[1]}")
+    key = st.selectbox(
+        "Output", keys, key="shape_output", format_func=lambda k: cell(f"{k[0]} / {k[1]}")
+    )
     points = history[key or keys[0]]
     fig = go.Figure()
     for grown, colour, name in ((False, "#1f77b4", "response"), (True, "#d62728", "growth")):
@@ -40,7 +43,7 @@ def render(view: View) -> None:
             mode="markers",
             name=name,
             marker_color=colour,
-            hovertext=[f"{p.request_id} {list(p.shape)}" for p in sel],
+            hovertext=[chart_text(f"{p.request_id} {list(p.shape)}") for p in sel],
         )
     fig.update_layout(
         title=f"Elements per response (growth: > {GROWTH_FACTOR:g}x all before)",
@@ -54,7 +57,7 @@ def render(view: View) -> None:
         st.dataframe(
             {
                 "at": [clock(p.at_ns) for p in grown],
-                "request": [p.request_id for p in grown],
+                "request": [cell(p.request_id) for p in grown],
                 "shape": [str(list(p.shape)) for p in grown],
                 "elements": [p.elements for p in grown],
             },

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboards.app import state
 from dashboards.app.data.source import View
+from dashboards.app.data.text import cell, chart_text
 from dashboards.app.data.timeline import Timeline, build_timeline, resolve
 from dashboards.app.views.common import clock, show_text
 
@@ -93,13 +94,16 @@ def _figure(tl: Timeline) -> go.Figure:
     for name, bars in groups.items():
         colour = OPEN_COLOUR if name == "open (now)" else STAGE_COLOURS.get(name, "#7f7f7f")
         fig.add_bar(
-            y=[b.lane for b in bars],
+            y=[chart_text(b.lane) for b in bars],
             x=[max((b.end_ns - b.start_ns) / 1e6, 0.05) for b in bars],
             base=[(b.start_ns - t0) / 1e6 for b in bars],
             orientation="h",
-            name=name,
+            name=chart_text(name),
             marker_color=colour,
-            hovertext=[f"{b.stage} {(b.end_ns - b.start_ns) / 1e6:.2f} ms {b.note}" for b in bars],
+            hovertext=[
+                chart_text(f"{b.stage} {(b.end_ns - b.start_ns) / 1e6:.2f} ms {b.note}")
+                for b in bars
+            ],
         )
     fig.add_vline(
         x=(tl.now_ns - t0) / 1e6, line_dash="dot", line_color=OPEN_COLOUR, annotation_text="now"
@@ -109,7 +113,11 @@ def _figure(tl: Timeline) -> go.Figure:
         height=120 + 28 * len(lanes),
         margin={"t": 30, "b": 30, "l": 10},
         xaxis_title="ms since the request's first event",
-        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category"},
+        yaxis={
+            "categoryorder": "array",
+            "categoryarray": [chart_text(lane) for lane in lanes[::-1]],
+            "type": "category",
+        },
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )
     return fig
@@ -120,14 +128,14 @@ def _table(tl: Timeline) -> None:
     bars = sorted(tl.bars, key=lambda b: (b.start_ns, b.depth))
     st.dataframe(
         {
-            "request": [b.request_id for b in bars],
-            "model": [b.model for b in bars],
-            "stage": [b.stage for b in bars],
+            "request": [cell(b.request_id) for b in bars],
+            "model": [cell(b.model) for b in bars],
+            "stage": [cell(b.stage) for b in bars],
             "source": [b.source for b in bars],
             "start (ms)": [round((b.start_ns - t0) / 1e6, 3) for b in bars],
             "duration (ms)": [round((b.end_ns - b.start_ns) / 1e6, 3) for b in bars],
             "open": ["OPEN" if b.open else "" for b in bars],
-            "note": [b.note for b in bars],
+            "note": [cell(b.note) for b in bars],
         },
         hide_index=True,
         key="timeline_table",
