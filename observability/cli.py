@@ -213,9 +213,12 @@ def capture(
     interval: Annotated[float, typer.Option(min=0.1, help="seconds between snapshots")] = 1.0,
     log_from_start: Annotated[bool, typer.Option(help="copy the whole log")] = False,
     otlp_port: OtlpPortOpt = None,
+    archive: Annotated[
+        bool, typer.Option("--archive", help="also write OUT.tar.gz, to send to someone")
+    ] = False,
 ) -> None:
     """Record a bundle (log, traces, /metrics and stats snapshots) from a live Triton."""
-    from observability.bundle import CaptureConfig
+    from observability.bundle import CaptureConfig, write_archive
     from observability.bundle import capture as run_capture
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
@@ -223,6 +226,9 @@ def capture(
     for path in (log,):
         if path is not None and not path.is_file():
             raise _fail(f"log file {path} does not exist")
+    tarball = out.resolve().with_name(out.resolve().name + ".tar.gz")
+    if archive and tarball.exists():  # say so now, not after the whole window
+        raise _fail(f"{tarball} exists; choose a new --out")
     cfg = CaptureConfig(
         out=out, url=url, metrics_url=metrics_url, log=log, trace=trace,
         duration_s=duration, interval_s=interval, log_from_start=log_from_start,
@@ -237,16 +243,24 @@ def capture(
         f"bundle {out}: {result.metrics} metrics and {result.stats} stats snapshots, "
         f"{result.traces} trace files, {result.log_bytes} log bytes"
     )
+    if archive:
+        try:
+            console.print(f"archive {write_archive(out, tarball)}", soft_wrap=True)
+        except OSError as err:
+            raise _fail(f"cannot write {tarball}: {err}") from None
     for failure in result.failures[:10]:
         err_console.print(f"[yellow]warning:[/] {failure}", highlight=False)
 
 
 @app.command()
 def ingest(
-    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
+    bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
     store: StoreOpt,
 ) -> None:
     """Replay a bundle into a store, with the bundle's timestamps; twice stores nothing twice."""
+    from rich.markup import escape
+
+    from dashboards.app.data.text import visible_controls
     from observability.bundle import BundleError
     from observability.bundle.ingest import ingest as run_ingest
     from observability.store import Store, StoreError
@@ -258,8 +272,8 @@ def ingest(
         raise _fail(str(err)) from None
     parts = ", ".join(f"{n} {part}" for part, n in sorted(report.inserted.items())) or "nothing"
     console.print(f"ingested {parts} ({report.duplicates} already stored) into {store}")
-    for note in report.notes[:20]:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    for note in report.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
+        err_console.print(f"[yellow]note:[/] {escape(visible_controls(note))}", highlight=False)
 
 
 @app.command()
@@ -320,13 +334,16 @@ def collect(
 
 @app.command()
 def analyze(
-    bundle: Annotated[Path, typer.Argument(help="bundle folder")],
+    bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
     format: Annotated[str, typer.Option("--format", help="json, table or markdown")] = "table",
     store: Annotated[
         Path | None, typer.Option(help="keep the ingested store here (default: temporary)")
     ] = None,
 ) -> None:
     """Find pathologies in a bundle offline; --format json prints only the JSON array."""
+    from rich.markup import escape
+
+    from dashboards.app.data.text import visible_controls
     from observability.analyze import analyze_bundle
     from observability.bundle import BundleError
     from observability.report import findings_json, findings_markdown, findings_table
@@ -338,8 +355,8 @@ def analyze(
         result = analyze_bundle(bundle, store)
     except (BundleError, StoreError) as err:
         raise _fail(str(err)) from None
-    for note in result.notes[:20]:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    for note in result.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
+        err_console.print(f"[yellow]note:[/] {escape(visible_controls(note))}", highlight=False)
     if format == "json":
         typer.echo(findings_json(result.findings))
     elif format == "markdown":
