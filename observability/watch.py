@@ -49,6 +49,7 @@ class Watcher:
         """One detection pass; returns the findings that are new since the last pass."""
         now_ns = now_ns if now_ns is not None else time.time_ns()
         with Store(self.cfg.collect.store, readonly=True) as reader:
+            now_ns = self._horizon_ns(reader, now_ns)
             window = Window(
                 since_ns=now_ns - int(self.cfg.lookback_s * 1e9), until_ns=now_ns, store=reader
             )
@@ -62,6 +63,18 @@ class Watcher:
         }
         self.passes += 1
         return new
+
+    def _horizon_ns(self, reader: Store, now_ns: int) -> int:
+        """The instant detectors judge "still running" against.
+
+        While the store lags (full disk, a restart catching up on the log) a request whose
+        end is still unread would look hung: judge at the newest stored log line instead of
+        the wall clock, so a collector's own trouble never becomes a finding about Triton.
+        """
+        if not self.runner.behind():
+            return now_ns
+        latest = reader.latest_log_ns()
+        return now_ns if latest is None else min(now_ns, latest)
 
     def run(
         self,

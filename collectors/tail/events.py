@@ -134,3 +134,4 @@ class TailStats:
     errors: int = 0
     unterminated_dropped: int = 0
     files_lost: int = 0
+    copies_drained: int = 0

@@ -32,7 +32,14 @@ import os
 import stat
 from dataclasses import dataclass
 
-__all__ = ["FINGERPRINT_BYTES", "FileIdentity", "head_identity", "locate", "matches"]
+__all__ = [
+    "FINGERPRINT_BYTES",
+    "FileIdentity",
+    "find_copy",
+    "head_identity",
+    "locate",
+    "matches",
+]
 
 FINGERPRINT_BYTES = 256
 
@@ -71,10 +78,11 @@ def head_identity(dev: int, inode: int, head: bytes) -> FileIdentity:
     return FileIdentity(dev, inode, hashlib.sha256(span).hexdigest(), len(span), complete)
 
 
-def matches(fd: int, identity: FileIdentity) -> bool:
-    """True if the open file ``fd`` is on the identity's inode and starts with its span."""
+def matches(fd: int, identity: FileIdentity, same_inode: bool = True) -> bool:
+    """True if the open file ``fd`` is on the identity's inode (unless ``same_inode`` is
+    False: a copy) and starts with its span."""
     st = os.fstat(fd)
-    if (st.st_dev, st.st_ino) != (identity.dev, identity.inode):
+    if same_inode and (st.st_dev, st.st_ino) != (identity.dev, identity.inode):
         return False
     if identity.fingerprint_len == 0:
         return True
@@ -112,6 +120,43 @@ def locate(
             st = os.fstat(fd)
             if stat.S_ISREG(st.st_mode) and st.st_dev == identity.dev:
                 return fd, entry.path, matches(fd, identity)
+        except OSError:
+            pass
+        os.close(fd)
+    return None
+
+
+def find_copy(
+    directory: str, identity: FileIdentity, min_size: int, prefix: str
+) -> tuple[int, str] | None:
+    """A copy of the identity's content beside it: ``(fd, path)``, else ``None``.
+
+    Why: logrotate's ``copytruncate`` copies the log to ``NAME.1`` (same folder by default)
+    and truncates the original. Lines the tailer had not read yet survive only in the copy,
+    which starts with the same first line: a regular file named ``prefix*`` on another
+    inode, at least ``min_size`` bytes long (the read position), with the same head.
+    """
+    if not identity.complete:
+        return None
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if (
+                not entry.name.startswith(prefix)
+                or entry.inode() == identity.inode
+                or not entry.is_file(follow_symlinks=False)
+                or entry.stat(follow_symlinks=False).st_size < min_size
+            ):
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if matches(fd, identity, same_inode=False):
+                return fd, entry.path
         except OSError:
             pass
         os.close(fd)

@@ -48,8 +48,12 @@ class FileReader:
         start: int,
         max_line_bytes: int,
         identity: FileIdentity | None = None,
+        copy: bool = False,
     ) -> None:
         st = os.fstat(fd)
+        # A copy of ``identity``'s file (copytruncate): its lines keep the original's
+        # identity, and only its content, not its inode, is checked.
+        self.copy = copy
         self.fd: int | None = fd
         self.path = path
         self.dev, self.inode = st.st_dev, st.st_ino
@@ -77,7 +81,7 @@ class FileReader:
         """The file's size if it was truncated under us (see module docstring), else None."""
         assert self.fd is not None
         size = self.size()
-        if size < self.pos or not matches(self.fd, self.identity):
+        if size < self.pos or not matches(self.fd, self.identity, same_inode=not self.copy):
             return size
         return None
 

@@ -24,16 +24,19 @@ Guarantees and why:
   is down loses nothing either. Every newly opened file is written to the checkpoint (at
   offset 0, no offset moves) so that it, too, can be found after a crash.
 * **Copytruncate / truncation.** Size below the read position (or changed first bytes) →
-  restart at 0 under a new identity, counted in ``truncations``.
+  restart at 0 under a new identity, counted in ``truncations``. The lines not yet read
+  are then looked for in the copy logrotate left beside it (``NAME*``, same first line,
+  at least as long as the read position) and read from there first, under the original
+  identity, so the store sees the same keys it would have (``copies_drained``). This works
+  while the collector runs and, from the checkpoint, after a restart.
 
 Documented limits:
 
 * **The copytruncate race.** logrotate copies the file, then truncates it. Lines written
-  between the copy and the truncate are lost for everyone. On top of that, the tailer
-  does not read the copy, so lines of the truncated file not yet *emitted* when the
-  truncate happened are lost, and lines emitted but not yet committed are lost if the
-  collector also crashes before committing them (their bytes no longer exist). Rename
-  rotation has no such race; prefer it when the writer can reopen its log.
+  between the copy and the truncate are lost for everyone. Without a copy beside the file
+  (``olddir``, compressed at once, or a plain truncate), lines of the truncated file not
+  yet *emitted* when the truncate happened are lost too. Rename rotation has no such
+  race; prefer it when the writer can reopen its log.
 * Rotated files must stay in ``path``'s folder, uncompressed, until drained (logrotate's
   ``olddir`` or ``compress`` without ``delaycompress`` lose their unread tail: ``FileLost``).
 * One path is followed: a file that appears and is rotated away again between two polls
@@ -75,7 +78,7 @@ from collectors.tail.events import (
     Truncated,
     UnterminatedDropped,
 )
-from collectors.tail.fingerprint import FileIdentity, locate, matches
+from collectors.tail.fingerprint import FileIdentity, find_copy, locate, matches
 from collectors.tail.reader import FileReader
 
 __all__ = ["DEFAULT_MAX_BYTES_PER_POLL", "DEFAULT_MAX_LINE_BYTES", "Line", "Tailer"]
@@ -245,6 +248,9 @@ class Tailer:
                     resumed = e
                 else:
                     same_inode_other_content = True
+                    copy = self._copy_of(e.identity, e.offset)
+                    if copy is not None:
+                        self._draining.append(copy)
                 continue
             found = locate(self._dir, e.identity, skip=self.path)
             if found is None:
@@ -351,20 +357,40 @@ class Tailer:
         return res.nbytes, res.eof
 
     def _restart_truncated(self, reader: FileReader, size: int) -> FileReader:
-        """Same fd, new incarnation from 0; the old one keeps its pending lines' bookkeeping."""
+        """Same fd, new incarnation from 0; the old one keeps its pending lines' bookkeeping.
+
+        What the old incarnation still had unread is taken from its copy, if there is one:
+        the copy is drained first, the truncated file's new content after it."""
         self._counts["truncations"] += 1
         self._emit(Truncated(reader.path, reader.identity, size, reader.pos))
         assert reader.fd is not None
         new = FileReader(reader.fd, reader.path, 0, self._max_line, None)
+        start = reader.line_start if reader.skip_from is None else reader.pos
+        copy = None if reader.copy else self._copy_of(reader.identity, start)
         reader.fd = None
         reader.gone = True
         if reader is self._current:
             self._current = new
+            if copy is not None:
+                self._draining.append(copy)
         else:
-            self._draining[self._draining.index(reader)] = new
+            at = self._draining.index(reader)
+            self._draining[at : at + 1] = [r for r in (copy, new) if r is not None]
         self._tracked = [new if r is reader else r for r in self._tracked]
+        if copy is not None:
+            self._tracked.append(copy)
         self._write_checkpoint()  # so that a restart still recognises a rotated one
         return new
+
+    def _copy_of(self, identity: FileIdentity, offset: int) -> FileReader | None:
+        found = find_copy(self._dir, identity, offset, os.path.basename(self.path))
+        if found is None:
+            return None
+        fd, path = found
+        self._counts["copies_drained"] += 1
+        reader = FileReader(fd, path, offset, self._max_line, identity, copy=True)
+        self._emit(FileOpened(path, identity, offset, True))
+        return reader
 
     # -- committing ---------------------------------------------------------------------
 

@@ -109,6 +109,13 @@ class CollectRunner:
     def stop(self) -> None:
         self._stop.set()
 
+    def behind(self, lag_bytes: int = 1 << 20) -> bool:
+        """Whether the store lags what the sources already said: the disk is full, batches
+        wait, or the log has more than ``lag_bytes`` unread (a restart catching up)."""
+        if self.state.store_full or len(self._pending) > self.cfg.max_pending // 4:
+            return True
+        return self._log is not None and self._log.lag_bytes() > lag_bytes
+
     def close(self) -> None:
         if self._otlp is not None:
             self._otlp.stop()

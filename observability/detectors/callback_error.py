@@ -167,9 +167,10 @@ ample on a loaded 2-core machine and far shorter than any hang."""
 def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[Lifecycle | None]:
     """For each traceback, the request of its model that it broke, or None when not unique.
 
-    A done-callback runs when a BLS child's response arrives, so the request whose child was
-    released last, within ``_CALLBACK_GAP_NS`` before the traceback, is the one it broke (a
-    request hung on another child, whose children finished seconds earlier, is not). A
+    A done-callback runs when a BLS child's response arrives, so the request it broke had a
+    child released within ``_CALLBACK_GAP_NS`` before the traceback and then answered no
+    output; among several such, the one whose child was released last (a request hung on
+    another child, whose children finished seconds earlier, is not a candidate). A
     swallowed task is reported when it is collected, as its request answers an error: the
     first request released with no output within the gap after it. Without either, the only
     request of the model that executed around the traceback with no
@@ -222,7 +223,12 @@ def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[
             if near:
                 marks[id(c)] = max(near)
         victim: Lifecycle | None = None
-        if marks:
+        # A broken request answers without outputs (or not at all); its busy neighbours,
+        # whose children happened to answer in the same half second, answer with outputs.
+        broken = [c for c in candidates if id(c) in marks and not c.outputs]
+        if len(broken) == 1:
+            victim = broken[0]
+        elif marks:
             best = max(marks.values())
             winners = [c for c in candidates if marks.get(id(c)) == best]
             victim = winners[0] if len(winners) == 1 else None

@@ -28,6 +28,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="keep the lab's run folders (log, traces, run.json) under this folder",
     )
+    group.addoption(
+        "--soak-minutes",
+        type=float,
+        default=None,
+        help="run the soak test (-m soak) for this many minutes: its fault cycle repeated",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from typing import BinaryIO
 
 from observability.lab.errors import LabError, PortInUseError
 from observability.lab.install import TritonInstall, find_install
+from observability.lab.logpump import LogPump
 from observability.lab.ports import LabPorts, free_ports
 from observability.lab.processes import pid_alive, processes_mentioning
 
@@ -65,6 +66,10 @@ class LabConfig:
     exit_on_error: bool = True
     env: dict[str, str] = field(default_factory=dict)
     start_attempts: int = 3
+    log_pipe: bool = False
+    """Send Triton's output through a pipe that the lab writes to ``triton.log``, reopening
+    the path when it is renamed away, as a container runtime's log driver does. Triton never
+    reopens its own log, so only this lets a rename-and-create rotation happen under it."""
 
 
 class TritonLab:
@@ -82,6 +87,7 @@ class TritonLab:
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_handle: BinaryIO | None = None
         self._log_start = 0
+        self._pump: LogPump | None = None
         self.argv: list[str] = []
         self.triton_version: str = ""
         self.exit_code: int | None = None
@@ -143,7 +149,9 @@ class TritonLab:
     ) -> None:
         self.stop()
 
-    def start(self) -> TritonLab:
+    def start(self, ports: LabPorts | None = None) -> TritonLab:
+        """Start the server; ``ports`` asks for those exact ports (a restart keeps its
+        addresses, as a restarted container does) instead of free ones."""
         install = self.install
         repo = Path(self.config.model_repository).resolve()
         if not repo.is_dir():
@@ -152,13 +160,15 @@ class TritonLab:
         self._prepare_backend_dir(install)
         last: LabError | None = None
         for _ in range(max(1, self.config.start_attempts)):
-            self.ports = free_ports()
+            self.ports = ports or free_ports()
             try:
                 self._launch(install, repo)
                 self._wait_ready()
             except PortInUseError as err:
                 last = err
                 self._terminate()
+                if ports is not None:
+                    raise
                 continue
             except BaseException:
                 self._terminate()
@@ -177,6 +187,13 @@ class TritonLab:
             data["stopped_at"] = time.time()
             data["exit_code"] = self.exit_code
             self.run_json_path.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+    def restart(self) -> TritonLab:
+        """Stop and start again on the same ports and run folder: counters reset, the log
+        goes on in the same file, trace files start again from ``trace.json.0``."""
+        ports = self.ports
+        self.stop()
+        return self.start(ports)
 
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -275,6 +292,20 @@ class TritonLab:
 
     def _launch(self, install: TritonInstall, repo: Path) -> None:
         self.argv = self._command(install, repo)
+        if self.config.log_pipe:
+            self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=self._environment(install),
+                cwd=self.run_dir,
+                start_new_session=True,
+            )
+            assert self._proc.stdout is not None
+            self._pump = LogPump(self._proc.stdout, self.log_path).start()
+            return
         handle = self.log_path.open("ab")
         self._log_handle = handle
         self._log_start = handle.tell()
@@ -389,6 +420,9 @@ class TritonLab:
             with contextlib.suppress(OSError):
                 self._log_handle.close()
             self._log_handle = None
+        if self._pump is not None:
+            self._pump.join(timeout=10)
+            self._pump = None
 
 
 @atexit.register

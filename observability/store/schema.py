@@ -65,6 +65,25 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX findings_seen ON findings (last_seen_ns);
     """,
+    # 3: a trace span's identity includes its first timestamp. Triton numbers traces from 1
+    # in every server run and writes trace.json.0 again after a restart, so (file, trace id)
+    # alone made the spans of the second run duplicates of the first's, and they were lost.
+    # 0 stands for a span without timestamps (a primary key column cannot be NULL here).
+    """
+    CREATE TABLE trace_spans_v3 (
+        source TEXT NOT NULL, trace_id INTEGER NOT NULL, parent_id INTEGER,
+        model TEXT, request_id TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER,
+        body TEXT NOT NULL,
+        PRIMARY KEY (source, trace_id, start_ns)
+    ) WITHOUT ROWID;
+    INSERT INTO trace_spans_v3
+        SELECT source, trace_id, parent_id, model, request_id, COALESCE(start_ns, 0), end_ns,
+               body
+        FROM trace_spans;
+    DROP TABLE trace_spans;
+    ALTER TABLE trace_spans_v3 RENAME TO trace_spans;
+    CREATE INDEX trace_spans_request ON trace_spans (request_id);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

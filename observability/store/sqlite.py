@@ -156,7 +156,7 @@ class Store:
                 "INSERT OR IGNORE INTO trace_spans VALUES (?,?,?,?,?,?,?,?)",
                 (
                     source or event.source, event.trace_id, event.parent_id, event.model,
-                    event.request_id, min(stamps, default=None), max(stamps, default=None),
+                    event.request_id, min(stamps, default=0), max(stamps, default=None),
                     encode(event),
                 ),
             )  # fmt: skip
@@ -288,6 +288,11 @@ class Store:
                 lows.append(lo)
                 highs.append(hi)
         return (min(lows), max(highs)) if lows else None
+
+    def latest_log_ns(self) -> int | None:
+        """Time of the newest stored log record: how far the log is known to be complete."""
+        row = self._db.execute("SELECT max(at_ns) FROM log_records").fetchone()
+        return None if row[0] is None else int(row[0])
 
     # -- housekeeping --------------------------------------------------------------------
     def size_bytes(self) -> int:

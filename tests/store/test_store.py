@@ -183,3 +183,38 @@ def test_full_disk_is_a_typed_error_and_loses_nothing_stored(tmp_path: Path) -> 
         store._db.execute("PRAGMA max_page_count=1073741823")
         assert store.write([ev.StubOutput(H.at_ns, 99_999, "ok")], "f").inserted == 1
     time.sleep(0)
+
+
+def _span(trace_id: int, start: int, source: str = "trace.json.0") -> ev.TraceSpan:
+    stamps = (("REQUEST_START", start), ("REQUEST_END", start + 10))
+    return ev.TraceSpan(trace_id, None, "router", "1", f"r{start}", stamps, source)
+
+
+def test_a_restarted_server_reusing_trace_ids_loses_no_span(tmp_path: Path) -> None:
+    """Triton numbers traces from 1 again after a restart and rewrites trace.json.0."""
+    with Store(tmp_path / "s.db") as store:
+        assert store.write([_span(1, 1_000), _span(2, 2_000)], "t").inserted == 2
+        assert store.write([_span(1, 9_000)], "t").inserted == 1  # the next server run
+        assert store.write([_span(1, 1_000), _span(1, 9_000)], "t").inserted == 0  # replay
+        starts = sorted(s.timestamp("REQUEST_START") for s in store.trace_spans())
+    assert starts == [1_000, 2_000, 9_000]
+
+
+def test_migration_3_keeps_the_spans_of_a_version_2_store(tmp_path: Path) -> None:
+    from observability.store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    for number, script in enumerate(MIGRATIONS[:2], start=1):
+        db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+    span = _span(7, 5_000)
+    db.execute(
+        "INSERT INTO trace_spans VALUES (?,?,?,?,?,?,?,?)",
+        ("t", 7, None, "router", "r5000", 5_000, 5_010, encode(span)),
+    )
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        assert store.schema_version() == len(MIGRATIONS)
+        assert list(store.trace_spans()) == [span]
+        assert store.write([span], "t").inserted == 0

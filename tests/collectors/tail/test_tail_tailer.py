@@ -341,3 +341,51 @@ def test_close_then_poll_raises(log: Path, ckpt: Path) -> None:
         t.poll()
     with pytest.raises(ValueError):
         t.poll()
+
+
+def test_copytruncate_while_lagging_reads_the_rest_from_the_copy(log: Path, ckpt: Path) -> None:
+    """Lines written before the copy but not yet read come from the copy, under the original
+    identity and offsets; the truncated file's new content follows."""
+    append(log, b"first line\n" + b"".join(b"old %d\n" % i for i in range(100)))
+    t = tailer(log, ckpt, max_bytes_per_poll=64)  # lagging: far from the end
+    first = t.poll()
+    log.with_name("triton.log.1").write_bytes(log.read_bytes())  # logrotate's copy
+    os.truncate(log, 0)
+    append(log, b"new first line\n")
+    lines = list(first)
+    for _ in range(200):
+        got = t.poll()
+        lines += got
+        if not got and lines[-1].data == b"new first line\n":
+            break
+    old = [ln for ln in lines if ln.file == first[0].file]
+    assert data(old) == [b"first line\n", *(b"old %d\n" % i for i in range(100))]
+    assert [ln.offset for ln in old] == sorted({ln.offset for ln in old})
+    assert data([ln for ln in lines if ln.file != first[0].file]) == [b"new first line\n"]
+    assert t.stats().copies_drained == 1
+
+
+def test_restart_after_copytruncate_while_down_reads_the_copy(log: Path, ckpt: Path) -> None:
+    append(log, b"a long first line\na2\n")
+    t = tailer(log, ckpt)
+    t.commit(t.poll())
+    t.close()
+    append(log, b"a3 written while the collector was down\n")
+    log.with_name("triton.log.1").write_bytes(log.read_bytes())
+    os.truncate(log, 0)
+    append(log, b"n1\n")
+    t2 = tailer(log, ckpt)
+    lines = t2.poll() + t2.poll()
+    assert data(lines) == [b"a3 written while the collector was down\n", b"n1\n"]
+    assert t2.stats().copies_drained == 1
+
+
+def test_a_copy_with_other_content_is_not_taken(log: Path, ckpt: Path) -> None:
+    append(log, b"first line\nsecond\n")
+    t = tailer(log, ckpt, max_bytes_per_poll=11)
+    t.poll()
+    log.with_name("triton.log.1").write_bytes(b"another first line\nsecond\nthird\n")
+    os.truncate(log, 0)
+    append(log, b"n1\n")
+    assert data(t.poll() + t.poll()) == [b"n1\n"]
+    assert t.stats().copies_drained == 0
