@@ -123,6 +123,10 @@ def load(
     fault_params: Annotated[str, typer.Option(help="e.g. hang_s=30,slow_s=0.5")] = "",
     seed: Annotated[int, typer.Option(help="seed of the request mix")] = 0,
     run_tag: Annotated[str, typer.Option(help="prefix of client-side request ids")] = "",
+    rate: Annotated[
+        float | None,
+        typer.Option(min=0.01, help="at most R requests a second (default: as fast as answered)"),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Send a bounded load to the demo pipeline, with faults, and summarise the answers."""
@@ -139,6 +143,7 @@ def load(
             fault_params=parse_params(fault_params),
             seed=seed,
             run_tag=run_tag,
+            rate_per_s=rate,
         )
     except (FaultSpecError, ValueError) as err:
         raise _fail(str(err)) from None

@@ -7,7 +7,6 @@ stores nothing twice.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -52,13 +51,10 @@ class LogCollector:
         self.stats = ParseStats()
         self.utc_offset_s = utc_offset_s
         self._uncommitted: list[Line] = []
-        self._read_end = 0
 
     def collect(self) -> list[tuple[str, list[Event]]]:
         lines = self.tailer.poll()
         self._uncommitted.extend(lines)
-        if lines:
-            self._read_end = lines[-1].end
         year = datetime.now(timezone.utc).year
         out = []
         for run in _runs(lines):
@@ -80,12 +76,8 @@ class LogCollector:
             self._uncommitted = []
 
     def lag_bytes(self) -> int:
-        """Bytes in the file past the last line handed out: what is still to be read."""
-        try:
-            size = os.stat(self.path).st_size
-        except OSError:
-            return 0
-        return max(0, size - self._read_end) if size >= self._read_end else size
+        """Bytes in the files past the last line handed out (rotated ones included)."""
+        return self.tailer.lag_bytes()
 
     def close(self) -> None:
         self.tailer.close()

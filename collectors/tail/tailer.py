@@ -196,6 +196,19 @@ class Tailer:
         if key in self._pending_keys:
             self._advance(key)
 
+    def lag_bytes(self) -> int:
+        """Bytes written but not read yet, rotated files still draining included: a reader
+        that waits for 0 here has every line the files hold."""
+        lag = 0
+        for reader in [*self._draining, self._current]:
+            if reader is None or reader.fd is None:
+                continue
+            try:
+                lag += max(0, reader.size() - reader.pos)
+            except OSError:
+                continue
+        return lag
+
     def stats(self) -> TailStats:
         return TailStats(**self._counts)
 

@@ -228,6 +228,8 @@ class CollectRunner:
                 self.metrics.store_errors.labels("full").inc()
                 return
             except StoreError as err:
+                if self.state.last_error != str(err):
+                    log.error("store write failed, retrying: %s", err)
                 self.state.last_error = str(err)
                 self.metrics.store_errors.labels("error").inc()
                 return

@@ -36,6 +36,9 @@ class LoadConfig:
     seed: int = 0
     run_tag: str = ""
     """Prefix of the client-side request ids; random when empty."""
+    rate_per_s: float | None = None
+    """Send at most this many requests a second in all (open loop, evenly spaced); ``None``
+    sends as fast as the workers get answers."""
 
     def validate(self) -> None:
         if self.concurrency < 1:
@@ -46,6 +49,8 @@ class LoadConfig:
             raise ValueError("duration must be positive")
         if not self.timeout_s > 0:
             raise ValueError("timeout must be positive")
+        if self.rate_per_s is not None and not self.rate_per_s > 0:
+            raise ValueError("rate must be positive")
 
 
 def set_cold_start(url: str, seconds: float, timeout_s: float = 120.0) -> None:
@@ -101,6 +106,10 @@ def run_load(
         client = TritonClient(config.url, config.timeout_s)
         try:
             while (index := take()) is not None:
+                if config.rate_per_s:
+                    due = started + index / config.rate_per_s
+                    if stop.wait(max(0.0, due - time.monotonic())) or due >= deadline:
+                        break
                 req = plan(index)
                 outcome = client.infer(
                     req.model, req.inputs, req.request_id, req.fault, req.parameters

@@ -8,6 +8,7 @@ methods. Writes are batched in one transaction and idempotent by each record's n
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,9 @@ from observability.store.codec import decode, encode, kind_of
 from observability.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
+
+_FULL_BELOW_BYTES = 1 << 20
+"""Less free space than this under the store makes a failed write a full disk."""
 
 
 class StoreError(RuntimeError):
@@ -124,10 +128,21 @@ class Store:
                         inserted += rows[0]
                         duplicates += rows[1]
         except sqlite3.OperationalError as err:
-            if "full" in str(err).lower():
+            if self._full(err):
                 raise StoreFullError(f"store {self.path} is full: {err}") from None
             raise StoreError(f"writing to {self.path} failed: {err}") from None
         return WriteResult(inserted, duplicates, ignored)
+
+    def _full(self, err: sqlite3.Error) -> bool:
+        """SQLite says "database or disk is full", but a write into the WAL that meets
+        ENOSPC comes back as "disk I/O error": the free space tells them apart."""
+        if "full" in str(err).lower():
+            return True
+        try:
+            st = os.statvfs(Path(self.path).parent)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < _FULL_BELOW_BYTES
 
     def _insert(self, cur: sqlite3.Cursor, event: object, source: str) -> tuple[int, int] | None:
         if isinstance(event, ev.MetricsScrape):
@@ -199,7 +214,7 @@ class Store:
                     rows,
                 )
         except sqlite3.OperationalError as err:
-            if "full" in str(err).lower():
+            if self._full(err):
                 raise StoreFullError(f"store {self.path} is full: {err}") from None
             raise StoreError(f"writing findings to {self.path} failed: {err}") from None
 

@@ -389,3 +389,17 @@ def test_a_copy_with_other_content_is_not_taken(log: Path, ckpt: Path) -> None:
     append(log, b"n1\n")
     assert data(t.poll() + t.poll()) == [b"n1\n"]
     assert t.stats().copies_drained == 0
+
+
+def test_lag_counts_a_rotated_file_still_draining(log: Path, ckpt: Path) -> None:
+    append(log, b"first line\n" + b"x" * 99 + b"\n")
+    t = tailer(log, ckpt, max_bytes_per_poll=11)
+    t.poll()
+    assert t.lag_bytes() == 100
+    log.rename(log.with_name("triton.log.1"))
+    append(log, b"new\n")
+    t.poll()  # reads the rotated file's next bytes first
+    assert t.lag_bytes() == 100 - 11 + 4
+    for _ in range(30):  # 11 bytes a poll: a 100-byte line takes several
+        t.poll()
+    assert t.lag_bytes() == 0
