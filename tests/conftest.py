@@ -40,3 +40,21 @@ def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:
 def echo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A one-model python repository: the smallest thing a real Triton can serve."""
     return write_model(tmp_path_factory.mktemp("echo-repo"), "echo", ECHO_CONFIG, ECHO_MODEL)
+
+
+_SHARED_FIXTURE_GROUPS = {
+    "faulty_run": "recordings",
+    "healthy_run": "recordings",
+    "triton_lab": "demo-lab",
+    "security_run": "security",
+}
+"""Session fixtures that start a real Triton (or record a run): their tests share a worker."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), keep each expensive session fixture on one
+    worker, and each module's tests together (module fixtures start labs too)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        group = next((g for f, g in _SHARED_FIXTURE_GROUPS.items() if f in names), None)
+        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::", 1)[0]))

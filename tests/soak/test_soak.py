@@ -1,0 +1,522 @@
+"""Soak: ``triton-obs watch`` on the instrumented demo pipeline under mixed load and faults.
+
+One cycle (about 2.5 minutes) injects every fault once: the demo's pathologies as real
+requests, and the trouble production gives the collector itself — SIGKILL twice (the second
+holds it down, so the models' OTLP endpoint is gone for a stretch), a Triton restart, two
+rename rotations and a copytruncate of the live log, garbage in the log, and a full disk
+under the store. CI runs one cycle; ``pytest -m soak tests/soak --soak-minutes 60`` repeats
+the cycle for an hour. The figures land in ``test-artifacts/soak/report.json``.
+
+Afterwards: every request Triton received is in the store exactly once; every pathology has
+its finding (kind and model) and nothing of severity warning or above appears outside a
+fault window; the collector's memory stayed flat; no unhandled exception in any log.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import sqlite3
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from observability.lab import LabConfig, TritonLab, demo_repository
+from observability.load import LoadConfig, Outcome, Status, TritonClient, run_load
+from observability.load.runner import set_cold_start
+from observability.load.workload import inputs_for
+from observability.store import Store
+from tests.soak.harness import (
+    GARBAGE_EXCEPTION,
+    CollectorProcess,
+    DiskFiller,
+    FaultWindow,
+    RssSampler,
+    append_garbage,
+    copytruncate,
+    rotate,
+)
+
+pytestmark = [pytest.mark.lab, pytest.mark.soak]
+
+CYCLE_S = 140.0
+LOAD_PER_S = 50.0
+"""A steady open-loop load, about half of what the 2-core CI machine answers flat out."""
+RSS_BOUND_MIB = 512
+"""The collector's memory ceiling under this load: a 4 MiB tail read and 200 pending
+batches at most, whatever the backlog (measured peaks: 230-310 MiB)."""
+GRACE_S = 30.0
+"""A finding may trail its fault by a detection pass or a restart's catch-up."""
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "soak"
+# Client errors that mean the request never reached Triton (it was restarting).
+# A stopping Triton unloads its models first: it refuses with "has no available versions"
+# before a request exists, so its log has nothing to store.
+_UNDELIVERED = ("unavailable", "connection refused", "failed to connect", "socket closed",
+                "connect failed", "has no available versions")  # fmt: skip
+_ALLOWED_EXCEPTIONS = ("ChildError", GARBAGE_EXCEPTION.decode().split(":")[0])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _metric(url: str, name: str) -> float:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            page = resp.read().decode()
+    except OSError:
+        return float("nan")
+    total = 0.0
+    for line in page.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+class Soak:
+    """The run's state: lab, collector, load, and the faults as they happen."""
+
+    def __init__(self, tmp: Path, cycles: int) -> None:
+        self.tmp = tmp
+        self.cycles = cycles
+        self.otlp_port = _free_port()
+        # The store grows ~1.5 MB/s under this load; retention caps it at 2 GiB (+ WAL).
+        self.disk = DiskFiller(tmp / "disk", size_mb=min(1024 + 120 * cycles, 3072))
+        self.disk.mount()
+        self.store_path = self.disk.mountpoint / "store.db"
+        self.lab = TritonLab(
+            LabConfig(
+                model_repository=demo_repository(),
+                run_dir=tmp / "run",
+                model_control="explicit",
+                trace_log_frequency=50,
+                log_pipe=True,
+                exit_timeout_s=10,
+                env={
+                    "TRITON_OBS_ENDPOINT": f"http://127.0.0.1:{self.otlp_port}/v1/traces",
+                    "TRITON_OBS_FLUSH_INTERVAL_S": "0.5",
+                },
+            )
+        )
+        self.collector: CollectorProcess | None = None
+        self.windows: list[FaultWindow] = []
+        self.outcomes: list[Outcome] = []
+        self.notes: list[str] = []
+        self.facts: dict[str, list[dict[str, object]]] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    # -- set-up ------------------------------------------------------------------------
+    def start(self) -> None:
+        self.lab.start()
+        self.collector = CollectorProcess(
+            [
+                "--store", str(self.store_path), "--url", self.lab.http_url,
+                "--metrics-url", self.lab.metrics_url, "--log", str(self.lab.log_path),
+                "--trace", str(self.lab.trace_path), "--otlp-port", str(self.otlp_port),
+                "--port", "0", "--deadline", "10",
+            ],
+            self.tmp,
+        )  # fmt: skip
+        self.collector.start()
+
+    def window(self, name: str, finds: tuple[str, str] | None = None) -> FaultWindow:
+        w = FaultWindow(name, time.time(), finds=finds)
+        with self._lock:
+            self.windows.append(w)
+        return w
+
+    # -- request faults ----------------------------------------------------------------
+    def send(
+        self,
+        cycle: int,
+        fault: str,
+        model: str,
+        finds: tuple[str, str],
+        lasts_s: float,
+        count: int = 1,
+        timeout_s: float = 5.0,
+        **params: str,
+    ) -> None:
+        w = self.window(fault, finds)
+        w.end = w.start + lasts_s
+
+        def one(i: int) -> None:
+            client = TritonClient(self.lab.grpc_url, timeout_s)
+            try:
+                outcome = client.infer(
+                    model,
+                    inputs_for(model, random.Random(i)),
+                    request_id=f"soak-c{cycle}-{fault}-{i}",
+                    fault=fault,
+                    parameters={"fault": fault, **params},
+                )
+            finally:
+                client.close()
+            with self._lock:
+                self.outcomes.append(outcome)
+
+        for i in range(count):
+            t = threading.Thread(target=one, args=(i,), name=f"soak-{fault}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    # -- collector and infrastructure faults -------------------------------------------
+    def kill_collector(self, down_s: float) -> None:
+        assert self.collector is not None
+        name = "collector_sigkill" if down_s < 1 else "collector_sigkill_otlp_down"
+        w = self.window(name)
+        dropped_before = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans")
+        self.collector.kill()
+        time.sleep(down_s)
+        if down_s >= 1:
+            answered = self._answered_since(w.start)
+            dropped = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans")
+            fact = {
+                "seconds": down_s,
+                "spans_dropped": dropped - dropped_before,
+                "requests_answered_meanwhile": answered,
+            }
+            self.facts.setdefault("otlp_down", []).append(fact)
+        self.collector.start()
+        w.end = time.time()
+
+    def _answered_since(self, since: float) -> int:
+        with self._lock:
+            return sum(
+                1
+                for o in self.outcomes
+                if o.status is Status.OK and o.started >= since - time.time() + time.monotonic()
+            )
+
+    def restart_triton(self) -> None:
+        w = self.window("triton_restart", ("target_down", ""))
+        self.lab.restart()
+        w.end = time.time() + 5
+
+    def fill_disk(self, hold_s: float, say_within_s: float = 40) -> None:
+        """Take every free byte until the collector says the store is full, hold, free it.
+
+        SQLite keeps writing into WAL pages it already has, so a full disk bites only when
+        the store needs a new page: the hold starts once the collector has said so."""
+        if not self.disk.mounted:
+            self.notes.append(f"disk full not injected: cannot mount a tmpfs ({self.disk.why_not})")
+            return
+        assert self.collector is not None
+        w = self.window("disk_full")
+        taken = self.disk.fill()
+        full = 'triton_obs_store_errors_total{reason="full"}'
+        deadline = time.monotonic() + say_within_s
+        while time.monotonic() < deadline and not _metric(self.collector.metrics_url, full) > 0:
+            time.sleep(0.5)
+        said_after = round(time.time() - w.start, 1)
+        time.sleep(hold_s)
+        errors = _metric(self.collector.metrics_url, full)
+        alive = self.collector.alive()
+        stored = self._stored_log_records()
+        self.disk.release()
+        released = time.time()
+        resumed_after = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self._stored_log_records() > stored:
+                resumed_after = round(time.time() - released, 1)
+                break
+            time.sleep(0.5)
+        w.end = time.time()
+        fact = {
+            "bytes_taken": taken,
+            "collector_said_full_after_s": said_after,
+            "held_s": hold_s,
+            "store_full_errors": errors,
+            "collector_alive": alive,
+            "resumed_s_after_release": resumed_after,
+        }
+        self.facts.setdefault("disk_full", []).append(fact)
+
+    def _stored_log_records(self) -> int:
+        try:
+            with Store(self.store_path, readonly=True) as store:
+                return store.count("log_records")
+        except Exception:
+            return -1
+
+    def log_fault(self, name: str, action: Callable[[], object]) -> None:
+        w = self.window(name)
+        action()
+        w.end = time.time() + 2
+
+    def cold_start(self, cycle: int) -> None:
+        w = self.window("cold_start", ("cold_start", "classifier"))
+        set_cold_start(self.lab.grpc_url, 4)
+        client = TritonClient(self.lab.grpc_url, 20)
+        try:
+            outcome = client.infer(
+                "router", inputs_for("router", random.Random(cycle)), f"soak-c{cycle}-cold-0"
+            )
+        finally:
+            client.close()
+        with self._lock:
+            self.outcomes.append(outcome)
+        set_cold_start(self.lab.grpc_url, 0)
+        w.end = time.time()
+
+    # -- one cycle ---------------------------------------------------------------------
+    def schedule(self, cycle: int) -> list[tuple[float, Callable[[], None]]]:
+        """One cycle's faults. The collector is killed in the first cycle only, so that in a
+        long soak one collector process lives through every later cycle: its memory per
+        cycle is the leak check."""
+        log = self.lab.log_path
+        steps = [
+            (3, lambda: self.send(cycle, "hang", "router", ("hung_request", "router"), 22,
+                                  hang_s="20")),
+            (8, lambda: self.send(cycle, "slow", "router", ("instance_saturation", "classifier"),
+                                  12, count=8, timeout_s=15, slow_s="0.5")),
+            (14, lambda: self.kill_collector(0)),
+            (18, lambda: self.send(cycle, "callback", "router", ("callback_error", "router"),
+                                   8, timeout_s=15, callback_wait_s="5")),
+            (19, lambda: self.send(cycle, "task_error", "router", ("callback_error", "router"),
+                                   8, timeout_s=15)),
+            (24, lambda: self.log_fault("garbage", lambda: append_garbage(log))),
+            (28, lambda: self.log_fault("rotate", lambda: rotate(log, f"c{cycle}r1"))),
+            (32, lambda: self.send(cycle, "shape_growth", "generate", ("shape_growth", "decoder"),
+                                   10, count=3, timeout_s=30)),
+            (38, lambda: self.send(cycle, "deadlock", "generate", ("bls_deadlock", "generate"),
+                                   16, deadlock_s="12")),
+            (46, lambda: self.kill_collector(12)),
+            (62, lambda: self.log_fault("copytruncate", lambda: copytruncate(log, f"c{cycle}ct"))),
+            (66, lambda: self.fill_disk(6)),
+            (88, self.restart_triton),
+            (112, lambda: self.log_fault("rotate", lambda: rotate(log, f"c{cycle}r2"))),
+            (114, lambda: self.send(cycle, "fanout", "router", ("thread_pool_exhaustion", "router"),
+                                    14, timeout_s=30, fanout_n="64")),
+            (124, lambda: self.cold_start(cycle)),
+        ]  # fmt: skip
+        if cycle > 0:
+            steps = [(at, step) for at, step in steps if at not in (14, 46)]
+        return steps
+
+    def run(self) -> None:
+        stop = threading.Event()
+        load = LoadConfig(
+            url=self.lab.grpc_url, concurrency=4, requests=10_000_000,
+            duration_s=self.cycles * CYCLE_S, timeout_s=10, run_tag="soak-load",
+            rate_per_s=LOAD_PER_S,
+        )  # fmt: skip
+
+        def on_outcome(o: Outcome) -> None:
+            with self._lock:
+                self.outcomes.append(o)
+
+        loader = threading.Thread(
+            target=run_load, args=(load, on_outcome, stop), name="soak-load", daemon=True
+        )
+        loader.start()
+        try:
+            for cycle in range(self.cycles):
+                t0 = time.monotonic()
+                for at, action in self.schedule(cycle):
+                    time.sleep(max(0.0, t0 + at - time.monotonic()))
+                    action()
+                time.sleep(max(0.0, t0 + CYCLE_S - time.monotonic()))
+        finally:
+            stop.set()
+            loader.join(60)
+            for t in self._threads:
+                t.join(max(0.1, 40))
+
+    def drain(self) -> int:
+        """Let the collector read the last lines and detect once more; then stop it."""
+        assert self.collector is not None
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if _metric(self.collector.metrics_url, "triton_obs_tail_lag_bytes") == 0:
+                break
+            time.sleep(0.5)
+        time.sleep(6)  # two detection passes
+        return self.collector.terminate()
+
+
+def _log_texts(run_dir: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted(run_dir.glob("triton.log*"))]
+
+
+def _exception_lines(blob: bytes) -> list[str]:
+    """The exception line that ends each traceback in the log."""
+    out = []
+    lines = blob.split(b"\n")
+    for i, line in enumerate(lines):
+        if b"Traceback (most recent call last):" not in line:
+            continue
+        for later in lines[i + 1 : i + 200]:
+            if later and not later.startswith((b" ", b"\t")):
+                out.append(later.decode(errors="replace")[:200])
+                break
+    return out
+
+
+def _spans_of(times: list[float], gap_s: float = 2.0) -> list[tuple[float, float, int]]:
+    """Sorted instants as ``(first, last, count)`` runs: where in the run something happened."""
+    runs: list[list[float]] = []
+    for t in times:
+        if runs and t - runs[-1][1] <= gap_s:
+            runs[-1][1] = t
+            runs[-1][2] += 1
+        else:
+            runs.append([t, t, 1])
+    return [(round(a, 1), round(b, 1), int(n)) for a, b, n in runs]
+
+
+def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    minutes = request.config.getoption("--soak-minutes")
+    cycles = max(1, round(minutes * 60 / CYCLE_S)) if minutes else 1
+    soak = Soak(tmp_path, cycles)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    started, t_mono0 = time.time(), time.monotonic()
+    try:
+        soak.start()
+        assert soak.collector is not None
+        rss = RssSampler(soak.collector).start()
+        soak.run()
+        exit_code = soak.drain()
+        rss.stop()
+    finally:
+        if soak.collector is not None and soak.collector.alive():
+            soak.collector.kill()
+        soak.lab.stop()
+        request.addfinalizer(soak.disk.unmount)
+    collector_output = soak.collector.output()
+    if soak.store_path.exists():  # off the tmpfs, for a look after a failure
+        for part in soak.store_path.parent.glob("store.db*"):
+            shutil.copyfile(part, tmp_path / part.name)
+
+    # -- the store: every request Triton received, exactly once ------------------------------
+    db = sqlite3.connect(f"file:{soak.store_path}?mode=ro", uri=True)
+    prepared = Counter(
+        (rid, model)
+        for rid, model in db.execute(
+            "SELECT request_id, model FROM log_records WHERE kind = 'RequestPrepared' "
+            "AND request_id LIKE 'soak-%'"
+        )
+    )
+    with Store(soak.store_path, readonly=True) as store:
+        findings = store.findings()
+    otlp_spans = db.execute("SELECT count(*) FROM otlp_spans").fetchone()[0]
+    trace_spans = db.execute("SELECT count(*) FROM trace_spans").fetchone()[0]
+    db.close()
+    sent = list(soak.outcomes)
+    delivered = [
+        o for o in sent
+        if not (o.status is Status.ERROR and any(m in o.error.lower() for m in _UNDELIVERED))
+    ]  # fmt: skip
+    missing = [o.request_id for o in delivered if prepared[(o.request_id, o.model)] == 0]
+    doubled = [o.request_id for o in delivered if prepared[(o.request_id, o.model)] > 1]
+
+    # -- findings against the fault windows ---------------------------------------------------
+    def overlaps(f, w: FaultWindow) -> bool:
+        lo, hi = (w.start - 5) * 1e9, (max(w.end, w.start) + GRACE_S) * 1e9
+        return f.first_seen_ns <= hi and f.last_seen_ns >= lo
+
+    expected = [w for w in soak.windows if w.finds]
+    unfound = [
+        f"{w.name} → {w.finds}"
+        for w in expected
+        if not any((f.kind, f.model) == w.finds and overlaps(f, w) for f in findings)
+    ]
+    loud = [f for f in findings if f.severity.value in ("warning", "critical")]
+    stray = [
+        f"{f.severity.value} {f.kind} · {f.model}: {f.summary[:120]}"
+        for f in loud
+        if not any(f.first_seen_ns <= (w.end + GRACE_S) * 1e9 and
+                   f.first_seen_ns >= (w.start - 5) * 1e9 for w in soak.windows)
+    ]  # fmt: skip
+
+    # -- memory and exceptions ---------------------------------------------------------------
+    # Memory: per cycle of the last collector incarnation, its peak. A leak grows the peak
+    # cycle over cycle; one cycle (CI) can only show that the peak stays under RSS_BOUND_MIB.
+    last_inc = max((inc for _, inc, _ in rss.samples), default=0)
+    peaks: list[float] = []
+    for _, inc, mib in rss.samples:
+        if inc == last_inc:
+            peaks.append(mib)
+    rss_start, rss_end = (peaks[0], peaks[-1]) if peaks else (0.0, 0.0)
+    per_cycle = [0.0] * cycles
+    for t, inc, mib in rss.samples:
+        c = min(int(t // CYCLE_S), cycles - 1)
+        if inc == last_inc:
+            per_cycle[c] = max(per_cycle[c], mib)
+    ours = [line for line in collector_output.splitlines() if "Traceback" in line]
+    exceptions = [e for blob in _log_texts(soak.lab.run_dir) for e in _exception_lines(blob)]
+    unexpected = [e for e in exceptions if not e.startswith(_ALLOWED_EXCEPTIONS)]
+
+    report = {
+        "minutes": round((time.time() - started) / 60, 1),
+        "cycles": cycles,
+        "requests_sent": len(sent),
+        "requests_delivered": len(delivered),
+        "requests_missing_from_store": len(missing),
+        "missing_sent_at_s": _spans_of(
+            sorted(o.started - t_mono0 for o in delivered if o.request_id in set(missing))
+        ),
+        "requests_stored_twice": len(doubled),
+        "fault_requests": [
+            f"{o.request_id}: {o.status.value} after {o.latency_s:.1f} s {o.error[:80]}"
+            for o in sent
+            if not o.request_id.startswith("soak-load")
+        ],
+        "missing_answers": Counter(
+            f"{o.status.value}: {o.error[:90]}" for o in delivered if o.request_id in set(missing)
+        ).most_common(5),
+        "faults_injected": Counter(w.name for w in soak.windows),
+        "findings": sorted({f"{f.kind} · {f.model or '(server)'}" for f in findings}),
+        "findings_expected_unfound": unfound,
+        "findings_warning_or_above_outside_windows": stray,
+        "otlp_spans_stored": otlp_spans,
+        "trace_spans_stored": trace_spans,
+        "rss_mib": {"start": round(rss_start, 1), "end": round(rss_end, 1),
+                    "max": round(max(peaks, default=0.0), 1),
+                    "peak_per_cycle": [round(p, 1) for p in per_cycle],
+                    "curve": [(round(t), inc, round(m, 1)) for t, inc, m in rss.samples[::10]]},
+        "collector_exit_code": exit_code,
+        "collector_incarnations": soak.collector.incarnation,
+        "tracebacks_in_triton_log": Counter(e.split(":")[0] for e in exceptions),
+        "facts": soak.facts,
+        "notes": soak.notes,
+        "windows": [
+            {**asdict(w), "at_s": round(w.start - started, 1), "until_s": round(w.end - started, 1)}
+            for w in soak.windows
+        ],
+    }  # fmt: skip
+    (ARTIFACTS / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    print(json.dumps({k: v for k, v in report.items() if k not in ("windows",)}, default=str))
+
+    assert len(delivered) > 100 * cycles, report
+    assert not missing, f"{len(missing)} delivered requests not in the store: {missing[:10]}"
+    assert not doubled, f"stored twice: {doubled[:10]}"
+    assert not unfound, unfound
+    assert not stray, stray
+    assert not ours, ours[:5]
+    assert not unexpected, unexpected[:5]
+    assert exit_code == 0, collector_output[-2000:]
+    assert soak.collector.incarnation == 3
+    assert "store is full" in collector_output or not soak.disk.mounted
+    for fact in soak.facts.get("disk_full", []):
+        assert fact["collector_alive"] and fact["store_full_errors"] > 0, fact
+        assert fact["resumed_s_after_release"] is not None, fact
+    for fact in soak.facts.get("otlp_down", []):
+        assert fact["requests_answered_meanwhile"] > 0, fact
+        assert fact["spans_dropped"] > 0, fact
+    assert max(peaks, default=0.0) < RSS_BOUND_MIB, report["rss_mib"]
+    later = [p for p in per_cycle[1:] if p > 0]
+    if later and per_cycle[0] > 0:  # flat: no cycle's peak 20% (+16 MiB) above the first's
+        assert max(later) <= per_cycle[0] * 1.2 + 16, report["rss_mib"]
