@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+from tests.detectors.recording import RecordedRun, record
 
 ECHO_CONFIG = """
 name: "echo"
@@ -58,3 +61,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         names = getattr(item, "fixturenames", ())
         group = next((g for f, g in _SHARED_FIXTURE_GROUPS.items() if f in names), None)
         item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::", 1)[0]))
+
+
+def _recorded(name: str, tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    reuse = os.environ.get("TRITON_OBS_RECORDINGS")
+    if reuse and (Path(reuse) / name / "recording.json").exists():
+        return RecordedRun.load(Path(reuse) / name)
+    return record(name, tmp_path_factory.mktemp(name), healthy=name == "healthy")
+
+
+@pytest.fixture(scope="session")
+def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """The demo's fault schedule on a real Triton, recorded once per session (detectors and
+    the triage app read it)."""
+    return _recorded("faulty", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def healthy_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """The same load with no fault: what every detector must stay silent on."""
+    return _recorded("healthy", tmp_path_factory)

@@ -14,7 +14,6 @@ range) is retried record by record, keeping what fits.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,16 +30,6 @@ from observability.store import Store
 __all__ = ["IngestReport", "bundle_events", "ingest", "ingest_bundle"]
 
 _BATCH = 5000
-_UNSTORABLE = (
-    OverflowError,  # an integer past SQLite's int64
-    ValueError,  # a lone surrogate (UnicodeEncodeError), a NaN where a number must be
-    TypeError,
-    sqlite3.InterfaceError,
-    sqlite3.IntegrityError,
-    sqlite3.ProgrammingError,
-)
-"""What the store raises for one record's values (its StoreError, a full disk or a broken
-file, is not among them: that ends the ingest with its message)."""
 _T = TypeVar("_T")
 
 
@@ -226,24 +215,12 @@ def _log_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str
 
 
 def _write(store: Store, part: str, source: str, batch: list[object], report: IngestReport) -> None:
-    """Store one batch; a batch the store refuses as a whole (an integer SQLite cannot hold,
-    from a forged file) is rolled back and retried one record at a time, so the good records
-    still go in and what was stored before is untouched."""
-    try:
-        result = store.write(batch, source=source)
-    except _UNSTORABLE:
-        inserted = duplicates = refused = 0
-        for event in batch:
-            try:
-                one = store.write([event], source=source)
-            except _UNSTORABLE:
-                refused += 1
-                continue
-            inserted += one.inserted
-            duplicates += one.duplicates
-        report.notes.append(f"{part}: skipped {refused} record(s) with values out of range")
-        report.add(part, inserted, duplicates)
-        return
+    """Store one batch; records SQLite cannot hold (an integer past int64 from a forged
+    file) are skipped by the store one by one, so the good records still go in and what
+    was stored before is untouched: say how many."""
+    result = store.write(batch, source=source)
+    if result.rejected:
+        report.notes.append(f"{part}: skipped {result.rejected} record(s) with values out of range")
     report.add(part, result.inserted, result.duplicates)
 
 

@@ -220,6 +220,8 @@ class CollectRunner:
                         self.state.stored.get(batch.part, 0) + result.inserted
                     )
                     self.metrics.events_stored.labels(batch.part).inc(result.inserted)
+                    if result.rejected:
+                        self.metrics.store_errors.labels("rejected").inc(result.rejected)
             except StoreFullError as err:
                 if not self.state.store_full:
                     log.error("store is full, holding batches until space returns: %s", err)

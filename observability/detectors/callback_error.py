@@ -122,10 +122,16 @@ class CallbackErrorDetector:
         blocks = tracebacks(window)
         if not blocks:
             return []
-        victims = _victims(blocks, requests_of(window), int(self.lookback_s * 1e9))
-        return [self._finding(window, tb, v) for tb, v in zip(blocks, victims, strict=True)]
+        tied: dict[int, list[str]] = {}
+        victims = _victims(blocks, requests_of(window), int(self.lookback_s * 1e9), tied)
+        return [
+            self._finding(window, tb, v, tied.get(i, []))
+            for i, (tb, v) in enumerate(zip(blocks, victims, strict=True))
+        ]
 
-    def _finding(self, window: Window, tb: Traceback, victim: Lifecycle | None) -> Finding:
+    def _finding(
+        self, window: Window, tb: Traceback, victim: Lifecycle | None, tied: list[str]
+    ) -> Finding:
         what = "a BLS done-callback" if tb.kind == "callback" else "an asyncio task"
         model = tb.model or "unknown"
         summary = f"{model}: {what} raised {tb.exception or 'an exception'}"
@@ -135,6 +141,12 @@ class CallbackErrorDetector:
         if victim is None:
             summary += "; the result it should have delivered is lost (the awaiting request "
             summary += "hangs or answers an error, which Triton 2.51 logs nowhere)."
+            if tied:
+                summary += (
+                    " The log cannot tell which request it broke: one of "
+                    + ", ".join(f"'{r}'" for r in tied)
+                    + " (released together)."
+                )
             severity = self.severity_unattributed
         else:
             if victim.released_ns is None:
@@ -164,7 +176,16 @@ _CALLBACK_GAP_NS = 500_000_000
 ample on a loaded 2-core machine and far shorter than any hang."""
 
 
-def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[Lifecycle | None]:
+_TIE_NS = 2_000_000
+"""Releases this close together are one moment on a busy machine: no order between them."""
+
+
+def _victims(
+    blocks: list[Traceback],
+    reqs: Requests,
+    lookback_ns: int,
+    tied: dict[int, list[str]] | None = None,
+) -> list[Lifecycle | None]:
     """For each traceback, the request of its model that it broke, or None when not unique.
 
     A done-callback runs when a BLS child's response arrives, so the request it broke had a
@@ -215,6 +236,8 @@ def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[
                 ):
                     marks[id(c)] = -c.released_ns
                 continue
+            if c.released_ns is not None and c.released_ns < tb.at_ns:
+                continue  # answered before the callback ran: not the request it broke
             near = [
                 t
                 for t in child_releases.get(c.request_id, ())
@@ -222,16 +245,31 @@ def _victims(blocks: list[Traceback], reqs: Requests, lookback_ns: int) -> list[
             ]
             if near:
                 marks[id(c)] = max(near)
+        if tb.kind == "task" and marks:
+            # Outputs are joined to releases by order; two releases in the same instant may
+            # have swapped theirs, so a neighbour of a silent release is a suspect too.
+            silent = [-m for m in marks.values()]
+            for c in candidates:
+                r = c.released_ns
+                if (
+                    id(c) not in marks
+                    and r is not None
+                    and tb.at_ns <= r
+                    and any(abs(r - t) < _TIE_NS for t in silent)
+                ):
+                    marks[id(c)] = -r
         victim: Lifecycle | None = None
         # A broken request answers without outputs (or not at all); its busy neighbours,
         # whose children happened to answer in the same half second, answer with outputs.
         broken = [c for c in candidates if id(c) in marks and not c.outputs]
-        if len(broken) == 1:
+        if len(broken) == 1 and (tb.kind == "callback" or len(marks) == 1):
             victim = broken[0]
         elif marks:
             best = max(marks.values())
-            winners = [c for c in candidates if marks.get(id(c)) == best]
+            winners = [c for c in candidates if best - marks.get(id(c), best - _TIE_NS) < _TIE_NS]
             victim = winners[0] if len(winners) == 1 else None
+            if victim is None and tied is not None:
+                tied[b] = sorted(c.request_id for c in winners)
         else:
             quiet = [c for c in candidates if not c.outputs]
             victim = quiet[0] if len(quiet) == 1 else None

@@ -84,6 +84,21 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE trace_spans_v3 RENAME TO trace_spans;
     CREATE INDEX trace_spans_request ON trace_spans (request_id);
     """,
+    # 4: a sample's value may be NaN (Triton writes NaN for an empty summary). SQLite binds
+    # NaN as NULL, which NOT NULL plus INSERT OR IGNORE turned into a silently dropped row;
+    # the column is NULL for NaN now and the body keeps the value.
+    """
+    CREATE TABLE metric_samples_v4 (
+        target TEXT NOT NULL, at_ns INTEGER NOT NULL, name TEXT NOT NULL,
+        labels TEXT NOT NULL, value REAL, body TEXT NOT NULL,
+        PRIMARY KEY (target, at_ns, name, labels)
+    ) WITHOUT ROWID;
+    INSERT INTO metric_samples_v4 SELECT * FROM metric_samples;
+    DROP TABLE metric_samples;
+    ALTER TABLE metric_samples_v4 RENAME TO metric_samples;
+    CREATE INDEX metric_samples_name_at ON metric_samples (name, at_ns);
+    CREATE INDEX metric_samples_at ON metric_samples (at_ns);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

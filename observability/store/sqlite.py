@@ -23,6 +23,16 @@ from observability.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
 
+_UNBINDABLE = (
+    OverflowError,
+    UnicodeEncodeError,
+    TypeError,
+    sqlite3.InterfaceError,
+    sqlite3.DataError,
+    sqlite3.IntegrityError,
+)
+"""What one record SQLite cannot hold raises (an integer past int64, a lone surrogate)."""
+
 _FULL_BELOW_BYTES = 1 << 20
 """Less free space than this under the store makes a failed write a full disk."""
 
@@ -41,6 +51,9 @@ class WriteResult:
     duplicates: int
     ignored: int
     """Events of a kind the store does not keep."""
+    rejected: int = 0
+    """Events SQLite cannot hold (a time past 2262, text that is not UTF-8): skipped one by
+    one so that one poisoned record never blocks the batch it came in."""
 
 
 def _header_fields(event: object) -> tuple[int, int, str | None, str | None]:
@@ -116,22 +129,35 @@ class Store:
         spans came from (a log file's identity, a trace file family of one server run)."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
-        inserted = duplicates = ignored = 0
+        batch = list(events)
         try:
-            with self._db:
-                cur = self._db.cursor()
-                for event in events:
-                    rows = self._insert(cur, event, source)
-                    if rows is None:
-                        ignored += 1
-                    else:
-                        inserted += rows[0]
-                        duplicates += rows[1]
+            return self._write(batch, source, per_event=False)
+        except _UNBINDABLE:
+            return self._write(batch, source, per_event=True)
+
+    def _write(self, batch: list[object], source: str, per_event: bool) -> WriteResult:
+        inserted = duplicates = ignored = rejected = 0
+        try:
+            for chunk in ([e] for e in batch) if per_event else (batch,):
+                try:
+                    with self._db:
+                        cur = self._db.cursor()
+                        for event in chunk:
+                            rows = self._insert(cur, event, source)
+                            if rows is None:
+                                ignored += 1
+                            else:
+                                inserted += rows[0]
+                                duplicates += rows[1]
+                except _UNBINDABLE:
+                    if not per_event:
+                        raise
+                    rejected += 1
         except sqlite3.OperationalError as err:
             if self._full(err):
                 raise StoreFullError(f"store {self.path} is full: {err}") from None
             raise StoreError(f"writing to {self.path} failed: {err}") from None
-        return WriteResult(inserted, duplicates, ignored)
+        return WriteResult(inserted, duplicates, ignored, rejected)
 
     def _full(self, err: sqlite3.Error) -> bool:
         """SQLite says "database or disk is full", but a write into the WAL that meets

@@ -13,7 +13,6 @@ from observability import events as ev
 from observability.analyze import analyze_store
 from observability.findings import Evidence, Finding, Severity
 from observability.store import Store
-from tests.detectors.conftest import faulty_run  # noqa: F401  (the recorded run, reused)
 from tests.detectors.recording import RecordedRun
 
 pytest.importorskip("streamlit", reason="the triage app needs the app extra (streamlit)")
@@ -34,7 +33,7 @@ class AppStore:
 
 
 @pytest.fixture(scope="session")
-def faulty_store(faulty_run: RecordedRun, tmp_path_factory: pytest.TempPathFactory) -> AppStore:  # noqa: F811
+def faulty_store(faulty_run: RecordedRun, tmp_path_factory: pytest.TempPathFactory) -> AppStore:
     """The faulty recording's store with the findings ``analyze`` gives at its end saved."""
     path = tmp_path_factory.mktemp("app-faulty") / "store.db"
     shutil.copy(faulty_run.store, path)

@@ -61,7 +61,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "soak"
 # before a request exists, so its log has nothing to store.
 _UNDELIVERED = ("unavailable", "connection refused", "failed to connect", "socket closed",
                 "connect failed", "has no available versions")  # fmt: skip
-_ALLOWED_EXCEPTIONS = ("ChildError", GARBAGE_EXCEPTION.decode().split(":")[0])
+# The injected faults' own exceptions (the demo's callback reads a wrong output name) and
+# the garbage line's; anything else in Triton's log is an unhandled exception of ours.
+_ALLOWED_EXCEPTIONS = ("ChildError", "KeyError: 'LOGITS'", GARBAGE_EXCEPTION.decode())
 
 
 def _free_port() -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import tarfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,15 +184,20 @@ def _int(value: object) -> int:
 
 
 def extract_tarball(data: bytes, dest: Path) -> Path:
-    """Unpack an uploaded ``.tar.gz`` bundle safely; returns the folder holding meta.json."""
-    import io
+    """Unpack an uploaded bundle archive with the bundle reader's own checks (no traversal,
+    no links, no bombs: see ``observability.bundle.archive``); returns the folder holding
+    meta.json."""
+    from observability.bundle import BundleError, extract_archive
 
     dest.mkdir(parents=True, exist_ok=True)
+    upload = dest.with_name(dest.name + ".upload")
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as err:
-        raise SourceError(f"the upload is not a readable .tar.gz: {err}") from None
+        upload.write_bytes(data)
+        extract_archive(upload, dest)
+    except (BundleError, OSError) as err:
+        raise SourceError(f"the upload is not a readable bundle archive: {err}") from None
+    finally:
+        upload.unlink(missing_ok=True)
     metas = sorted(dest.rglob("meta.json"), key=lambda p: len(p.parts))
     if not metas:
         raise SourceError("the archive holds no meta.json: it is not a bundle")
