@@ -262,7 +262,9 @@ def _victims(
         # A broken request answers without outputs (or not at all); its busy neighbours,
         # whose children happened to answer in the same half second, answer with outputs.
         broken = [c for c in candidates if id(c) in marks and not c.outputs]
-        if len(broken) == 1 and (tb.kind == "callback" or len(marks) == 1):
+        if tb.kind == "callback" and (waiting := _still_waiting(tb, candidates, marks)):
+            victim = waiting
+        elif len(broken) == 1 and (tb.kind == "callback" or len(marks) == 1):
             victim = broken[0]
         elif marks:
             best = max(marks.values())
@@ -277,6 +279,22 @@ def _victims(
             used.add(id(victim))
             out[b] = victim
     return out
+
+
+def _still_waiting(
+    tb: Traceback, candidates: list[Lifecycle], marks: dict[int, int]
+) -> Lifecycle | None:
+    """The one request with a child answered just before the traceback that then went on
+    waiting (released more than the gap later, or not at all): a broken callback leaves its
+    request waiting for a result that never comes, while busy neighbours — whose outputs the
+    order-based join may have mixed up — answer at once."""
+    late = [
+        c
+        for c in candidates
+        if id(c) in marks
+        and (c.released_ns is None or c.released_ns > tb.at_ns + _CALLBACK_GAP_NS)
+    ]
+    return late[0] if len(late) == 1 else None
 
 
 def _victim_evidence(c: Lifecycle) -> Evidence:

@@ -42,6 +42,9 @@ class FaultWindow:
     end: float = 0.0
     finds: tuple[str, str] | None = None
     note: str = ""
+    lost_bytes: int = 0
+    """Bytes the fault itself destroyed (copytruncate's race), for every reader."""
+    race: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass
@@ -203,13 +206,18 @@ def rotate(log: Path, suffix: str) -> Path:
     return target
 
 
-def copytruncate(log: Path, suffix: str) -> Path:
-    """logrotate's ``copytruncate``: copy the live file aside, then truncate it in place."""
+def copytruncate(log: Path, suffix: str) -> tuple[Path, int, float, float]:
+    """logrotate's ``copytruncate``: copy the live file aside, then truncate it in place.
+
+    Returns the copy, the bytes written between the copy and the truncate (lost for every
+    reader: logrotate's documented race) and when that race began and ended (time.time())."""
     target = log.with_name(f"{log.name}.{suffix}")
+    began = time.time()
     shutil.copyfile(log, target)
     with log.open("r+b") as fh:
+        lost = max(0, os.fstat(fh.fileno()).st_size - target.stat().st_size)
         fh.truncate(0)
-    return target
+    return target, lost, began, time.time()
 
 
 def _glog_header(now: float) -> bytes:
