@@ -278,16 +278,26 @@ static int header_tail(const u8 *L, ssz n, ssz p, Hdr *h) {
     return T_OK;
 }
 
+static int fname_ok(const u8 *L, ssz a, ssz b);
+
+/* parser._source_ok: "file.cc:123" from h->src to the "] " at h->close */
+static int source_ok(const u8 *L, ssz n, const Hdr *h) {
+    ssz colon = find(L, n, ":", 1, h->src, h->close);
+    return colon >= 0 && isdigits(L, n, colon + 1, h->close) && fname_ok(L, h->src, colon);
+}
+
 /* parser._header */
 static int header(Clock *c, const u8 *L, ssz n, Hdr *h) {
     if (n > 22 && is_level(L[0]) && L[5] == ' ' && L[14] == '.') {
+        if (L[21] != ' ' || !isdigits(L, n, 15, 21)) return T_NONE;
+        if (header_tail(L, n, 22, h) != T_OK || !source_ok(L, n, h)) return T_NONE;
+        /* the date last: only a whole header may step the year (and enter the cache) */
         int r = glog_lookup(c, L + 1, &h->sec);
         if (r != T_OK) return r;
-        if (L[21] != ' ' || !isdigits(L, n, 15, 21)) return T_NONE;
         h->us = 0;
         for (int i = 15; i < 21; i++) h->us = h->us * 10 + (L[i] - '0');
         h->glog = 1;
-        return header_tail(L, n, 22, h);
+        return T_OK;
     }
     if (n > 24 && L[10] == 'T' && L[19] == 'Z' && L[20] == ' ') {
         /* Python computes the base before checking the level: keep that order (a year
@@ -450,11 +460,10 @@ static void drop(PyObject **v, int k) {
         if (r_ != T_OK) { drop(v, 7); return r_ == T_NONE ? 0 : -1; } \
     } while (0)
 
-static int h_infer_request(Out *o, const u8 *L, ssz n, ssz m, ssz e, const Hdr *h, int64_t off) {
+/* parser._request_message: the message after "[request id: ID] ", the id ending at j */
+static int request_message(Out *o, const u8 *L, ssz n, ssz m, ssz j, ssz e, const Hdr *h,
+                           int64_t off) {
     PyObject *v[7] = {0};
-    if (!starts(L, n, m, "[request id: ", 13)) return 0;
-    ssz j = find(L, n, "] ", 2, m + 13, e);
-    if (j < 0) return 0;
     ssz k = j + 2;
     if (starts(L, n, k, "Setting state from ", 19)) {
         /* tail = line[k+19:e]; tail.partition(b" to ") */
@@ -494,6 +503,20 @@ static int h_infer_request(Out *o, const u8 *L, ssz n, ssz m, ssz e, const Hdr *
         v[1] = dec(o, L, n, p + 9, q);
         if (!all_ok(v, 5)) { drop(v, 5); return -1; }
         return emit(o, K_PREP, h, off, v) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* parser._h_infer_request: a request id may hold "] " itself, so each "] " is tried in
+ * turn (at most ID_TRIES, parser._ID_TRIES) until a known message follows it */
+#define ID_TRIES 64
+static int h_infer_request(Out *o, const u8 *L, ssz n, ssz m, ssz e, const Hdr *h, int64_t off) {
+    if (!starts(L, n, m, "[request id: ", 13)) return 0;
+    ssz j = find(L, n, "] ", 2, m + 13, e);
+    for (int tries = 0; tries < ID_TRIES && j >= 0; tries++) {
+        int r = request_message(o, L, n, m, j, e, h, off);
+        if (r != 0) return r;
+        j = find(L, n, "] ", 2, j + 1, e);
     }
     return 0;
 }

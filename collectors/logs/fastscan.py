@@ -139,13 +139,16 @@ def scan(
 ) -> ScanResult:
     """Scan a chunk of a verbose log that starts at byte ``offset`` of its file.
 
-    Raises ``ValueError`` only for arguments out of range (``year`` outside 1..9999, a
-    negative ``offset``); bad log content never raises.
+    Raises ``ValueError`` only for arguments out of range (``year`` outside 1..9999,
+    ``offset`` outside 0..2**62, ``utc_offset_s`` beyond +-2**40: the compiled scanner's
+    limits, checked here so that both paths agree); bad log content never raises.
     """
     if not 1 <= year <= 9999:
         raise ValueError(f"year must be in 1..9999, got {year!r}")
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0, got {offset!r}")
+    if not 0 <= offset <= 1 << 62:
+        raise ValueError(f"offset must be in 0..2**62, got {offset!r}")
+    if not -(1 << 40) <= utc_offset_s <= 1 << 40:
+        raise ValueError(f"utc_offset_s must be within +-2**40, got {utc_offset_s!r}")
     if _fastscan is None:
         return _scan_python(data, year=year, utc_offset_s=utc_offset_s, offset=offset)
     lines, resume, state, execs, rels, outs, preps = _fastscan.scan(

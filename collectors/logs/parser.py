@@ -163,7 +163,7 @@ def _text(raw: bytes, stats: ParseStats) -> str:
     """Decode a whole message: JSON string if quoted (24.06+), else bare text."""
     if len(raw) >= 2 and raw[0] == 34 and raw[-1] == 34:
         try:
-            text = json.loads(raw.decode("utf-8", "replace"))
+            text = _no_surrogates(json.loads(raw.decode("utf-8", "replace")))
         except ValueError:
             text = raw[1:-1].decode("utf-8", "replace")
     else:
@@ -174,13 +174,22 @@ def _text(raw: bytes, stats: ParseStats) -> str:
     return str(text)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(text: str) -> str:
+    """A JSON ``\\ud800`` escape decodes to a lone surrogate, which no UTF-8 sink (the
+    store) can encode: it becomes U+FFFD, as an invalid UTF-8 byte does."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def _ident(b: bytes) -> str:
     """A request id: ``<id_unknown>`` means none; escapes only matter in quoted messages."""
     if b == b"<id_unknown>":
         return ""
     if b"\\" in b:
         try:
-            return str(json.loads(b'"' + b + b'"'))
+            return _no_surrogates(str(json.loads(b'"' + b + b'"')))
         except ValueError:
             pass
     return b.decode("utf-8", "replace")
@@ -214,14 +223,29 @@ _transitions: dict[bytes, tuple[str, str]] = {}
 """``b"PENDING to EXECUTING"`` -> the two states: a handful of distinct tails, endlessly."""
 _ids: dict[bytes, str] = {}
 """Recent request ids: each appears on ~6 lines (prepared, four transitions, children)."""
+_ID_TRIES = 64
+"""How many ``"] "`` a request id may hold before its line is not read as a request's."""
 
 
 def _h_infer_request(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     if not line.startswith(b"[request id: ", m):
         return None
+    # The id is the client's string and may hold "] " itself ("batch[3] item"): it ends at
+    # the first "] " that a known message follows, as the regex reference's lazy match
+    # finds. Each try scans the rest of the line, so a junk line gets _ID_TRIES of them.
     j = line.find(b"] ", m + 13, e)
-    if j < 0:
-        return None
+    for _ in range(_ID_TRIES):
+        if j < 0:
+            break
+        rec = _request_message(line, m, j, e, h)
+        if rec is not None:
+            return rec
+        j = line.find(b"] ", j + 1, e)
+    return None
+
+
+def _request_message(line: bytes, m: int, j: int, e: int, h: _Hdr) -> Event | None:
+    """The message after ``[request id: ID] `` with the id ending at ``j``, or None."""
     k = j + 2
     if line.startswith(b"Setting state from ", k):
         tail = line[k + 19 : e]
@@ -249,14 +273,17 @@ def _h_infer_request(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
         t = line.find(b"timeout (us): ", bs, stop)
         if p < 0 or q < 0 or v < 0 or bs < 0 or t < 0:
             return None
-        return _mk_prep(
-            h,
-            _ident(line[m + 13 : j]),
-            _s(line[p + 9 : q]),
-            int(line[v + 16 : line.find(b",", v, stop)]),
-            int(line[bs + 12 : line.find(b",", bs, stop)]),
-            int(line[t + 14 : stop]),
-        )
+        try:
+            return _mk_prep(
+                h,
+                _ident(line[m + 13 : j]),
+                _s(line[p + 9 : q]),
+                int(line[v + 16 : line.find(b",", v, stop)]),
+                int(line[bs + 12 : line.find(b",", bs, stop)]),
+                int(line[t + 14 : stop]),
+            )
+        except ValueError:  # a number that is not one: not this shape with this id
+            return None
     return None
 
 
@@ -473,7 +500,8 @@ class _Clock:
 
 def _valid(y: int, mon: int, day: int, hh: int, mm: int, ss: int) -> bool:
     return (
-        1 <= mon <= 12
+        1 <= y <= 9999  # datetime's range, which calendar.timegm needs
+        and 1 <= mon <= 12
         and 1 <= day <= calendar.monthrange(y, mon)[1]
         and hh < 24
         and mm < 60
@@ -498,19 +526,23 @@ def _header(line: bytes, clock: _Clock) -> tuple[int, LogLevel, int, int] | None
     """Validate a header at line[0:]; return (at_ns, level, source start, '] ' index)."""
     level = _LEVELS.get(line[0]) if line else None
     if level is not None and len(line) > 22 and line[5] == 32 and line[14] == 46:
-        key = line[1:14]
-        base = clock.glog.get(key)
-        if base is None:
-            base = clock.glog_base(key)
         us = line[15:21]
-        if base is None or line[21] != 32 or not us.isdigit():
+        if line[21] != 32 or not us.isdigit():
             return None
         p = 22
         while line[p : p + 1] == b" ":  # tolerate a padded pid
             p += 1
         sp = line.find(b" ", p)
         close = line.find(b"] ", sp)
-        if sp < 0 or close < 0 or not line[p:sp].isdigit():
+        if sp < 0 or close < 0 or not line[p:sp].isdigit() or not _source_ok(line, sp + 1, close):
+            return None
+        # The date last: a January date after December steps the year, which only a whole
+        # header may do (a torn "I0101 00:00:00.00:02..." would move every later line).
+        key = line[1:14]
+        base = clock.glog.get(key)
+        if base is None:
+            base = clock.glog_base(key)
+        if base is None:
             return None
         return base + int(us) * 1000, level, sp + 1, close
     if len(line) > 24 and line[10] == 84 and line[19] == 90 and line[20] == 32:
@@ -530,6 +562,16 @@ def _header(line: bytes, clock: _Clock) -> tuple[int, LogLevel, int, int] | None
             return None
         return base, level, sp + 1, close
     return None
+
+
+def _source_ok(line: bytes, src: int, close: int) -> bool:
+    """``file.cc:123`` between ``src`` and the ``] `` at ``close``."""
+    colon = line.find(b":", src, close)
+    return (
+        colon >= 0
+        and line[colon + 1 : close].isdigit()
+        and _FNAME.fullmatch(line[src:colon]) is not None
+    )
 
 
 def _emit_header_line(
@@ -682,7 +724,7 @@ def parse_lines(
                 st.at_ns = last_at
                 st.block = block
                 # the held line was not last after all: it is a real line
-                for rec in _one(pending, off, st, stats, clock):
+                for rec in _guarded(pending, off, st, stats, clock):
                     n_rec += 1
                     yield rec
                 off += len(pending)
@@ -759,7 +801,7 @@ def parse_lines(
             st.block = block
             if final:
                 n_lines += 1
-                for rec in _one(pending, off, st, stats, clock):
+                for rec in _guarded(pending, off, st, stats, clock):
                     n_rec += 1
                     yield rec
                 off += len(pending)
@@ -798,6 +840,15 @@ def _one(line: bytes, off: int, st: _State, stats: ParseStats, clock: _Clock) ->
         stats.skipped["malformed_header"] += 1
         return []
     return [] if rec is None else [rec]
+
+
+def _guarded(line: bytes, off: int, st: _State, stats: ParseStats, clock: _Clock) -> list[Event]:
+    """``_one`` for a line the hot loop did not read: a bug costs the line, not the parse."""
+    try:
+        return _one(line, off, st, stats, clock)
+    except Exception:
+        stats.skipped["internal"] += 1
+        return []
 
 
 def parse_bytes(data: bytes, **kwargs: Any) -> list[Event]:

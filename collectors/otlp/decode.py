@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,15 @@ __all__ = [
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _STATUS_NAMES = {"STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK", "STATUS_CODE_ERROR": "ERROR"}
 _HEX = frozenset("0123456789abcdefABCDEF")
+_MAX_NANOS = 2**63 - 1
+"""Year 2262: a time past it is no real span's, and no store's INTEGER holds it."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    """JSON's ``\\ud800`` escapes decode to lone surrogates, which the store cannot encode
+    as UTF-8: each becomes U+FFFD, as an undecodable byte would."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
 
 
 class OtlpDecodeError(ValueError):
@@ -66,10 +76,12 @@ def _hex_id(value: Any, length: int, where: str, allow_empty: bool) -> str:
 def _nanos(value: Any, where: str) -> int:
     if isinstance(value, bool):
         raise OtlpDecodeError(f"{where}: expected nanoseconds, got {value!r}")
-    if isinstance(value, int) and value >= 0:
-        return value
     if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
+        value = int(value) if len(value) <= 20 else _MAX_NANOS + 1  # int() stops at 4300
+    if isinstance(value, int) and 0 <= value <= _MAX_NANOS:
+        return value
+    if isinstance(value, int) and value > _MAX_NANOS:
+        raise OtlpDecodeError(f"{where}: nanoseconds past 2**63-1 (the year 2262)")
     if value is None:
         return 0
     raise OtlpDecodeError(f"{where}: expected nanoseconds, got {value!r:.60}")
@@ -120,7 +132,7 @@ def _string(value: Any, where: str) -> str:
         s = v["stringValue"]
         if not isinstance(s, str):
             raise OtlpDecodeError(f"{where}: stringValue {s!r:.60} is not a string")
-        return s
+        return _text(s)
     plain = _plain(v, where)
     if plain is None:
         return ""
@@ -130,7 +142,7 @@ def _string(value: Any, where: str) -> str:
         return repr(plain)
     if isinstance(plain, (list, dict)):
         return json.dumps(plain, separators=(",", ":"), sort_keys=True)
-    return str(plain)
+    return _text(str(plain))
 
 
 def _attributes(items: list[Any], where: str) -> list[tuple[str, Any]]:
@@ -146,7 +158,7 @@ def _attributes(items: list[Any], where: str) -> list[tuple[str, Any]]:
 
 def _string_attributes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     items = _attributes(_list(value, where), where)
-    return tuple((k, _string(v, f"{where} {k!r}")) for k, v in items)
+    return tuple((_text(k), _string(v, f"{where} {k!r}")) for k, v in items)
 
 
 def _status(value: Any, where: str) -> tuple[str, str]:
@@ -159,7 +171,7 @@ def _status(value: Any, where: str) -> tuple[str, str]:
     else:
         raise OtlpDecodeError(f"{where}: unknown status code {code!r:.40}")
     message = st.get("message", "")
-    return name, message if isinstance(message, str) else str(message)
+    return name, _text(message if isinstance(message, str) else str(message))
 
 
 def _span(raw: Any, service: str, where: str) -> OtlpSpan:
@@ -170,7 +182,7 @@ def _span(raw: Any, service: str, where: str) -> OtlpSpan:
         e = _obj(ev, f"{where}.events[{i}]")
         events.append(
             OtlpSpanEvent(
-                name=str(e.get("name", "")),
+                name=_text(str(e.get("name", ""))),
                 at_ns=_nanos(e.get("timeUnixNano"), f"{where}.events[{i}].timeUnixNano"),
                 attributes=_string_attributes(e.get("attributes"), f"{where}.events[{i}]"),
             )
@@ -184,7 +196,7 @@ def _span(raw: Any, service: str, where: str) -> OtlpSpan:
         parent_span_id=_hex_id(
             s.get("parentSpanId"), 16, f"{where}.parentSpanId", allow_empty=True
         ),
-        name=name,
+        name=_text(name),
         service=service,
         start_ns=_nanos(s.get("startTimeUnixNano"), f"{where}.startTimeUnixNano"),
         end_ns=_nanos(s.get("endTimeUnixNano"), f"{where}.endTimeUnixNano"),
@@ -201,7 +213,8 @@ def spans_from_otlp_json(obj: Any) -> list[OtlpSpan]:
     spans: list[OtlpSpan] = []
     for r, rs in enumerate(_list(root.get("resourceSpans"), "resourceSpans")):
         where_r = f"resourceSpans[{r}]"
-        res = _obj(_obj(rs, where_r).get("resource"), f"{where_r}.resource")
+        rs = _obj(rs, where_r)
+        res = _obj(rs.get("resource"), f"{where_r}.resource")
         attrs = _string_attributes(res.get("attributes"), f"{where_r}.resource.attributes")
         service = next((v for k, v in attrs if k == "service.name"), "")
         for s, ss in enumerate(_list(rs.get("scopeSpans"), f"{where_r}.scopeSpans")):

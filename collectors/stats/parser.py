@@ -11,6 +11,7 @@ the field; the lenient parser skips that entry and keeps the others.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +44,22 @@ def _count(value: Any, where: str) -> int:
     if isinstance(value, bool):
         raise StatsParseError(f"{where}: expected a count, got {value!r}")
     if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than int() converts: no counter is that big
+            raise StatsParseError(f"{where}: a count of {len(value)} digits") from None
     if isinstance(value, int) and value >= 0:
         return value
     raise StatsParseError(f"{where}: expected a non-negative integer, got {value!r:.60}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    """JSON's ``\\ud800`` escapes decode to lone surrogates, which the store cannot encode
+    as UTF-8: each becomes U+FFFD, as an undecodable byte would."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
 
 
 def _obj(value: Any, where: str) -> Mapping[str, Any]:
@@ -90,8 +103,8 @@ def _model(entry: Any, at_ns: int, index: int) -> ModelStats:
     batches = tuple(_batch(b, f"{where} batch_stats[{i}]") for i, b in enumerate(raw_batches))
     return ModelStats(
         at_ns=at_ns,
-        model=name,
-        version=str(version),
+        model=_text(name),
+        version=_text(str(version)),
         last_inference_ms=_count(e.get("last_inference"), f"{where} last_inference"),
         inference_count=_count(e.get("inference_count"), f"{where} inference_count"),
         execution_count=_count(e.get("execution_count"), f"{where} execution_count"),
@@ -114,7 +127,7 @@ def _entries(answer: str | bytes | Mapping[str, Any]) -> list[Any]:
     if isinstance(answer, (str, bytes)):
         try:
             answer = json.loads(answer)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, bad UTF-8, 4300+ digits
             text = answer[:60] if isinstance(answer, str) else answer[:60].decode(errors="replace")
             raise StatsParseError(f"not JSON ({err}): {text!r}") from None
     if not isinstance(answer, Mapping):

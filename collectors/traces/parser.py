@@ -17,6 +17,7 @@ events never hold: they are skipped and counted, never decoded into a span.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,18 +88,23 @@ def _iter_array(text: str, source: str) -> Iterator[tuple[Any, int]]:
         raise TraceParseError(f"expected a JSON array, found {_excerpt(text, pos)}", source, pos)
     pos = _skip_ws(text, pos + 1)
     if pos < len(text) and text[pos] == "]":
+        rest = _skip_ws(text, pos + 1)
+        if rest < len(text):  # as after a non-empty array
+            raise TraceParseError(f"text after the array: {_excerpt(text, rest)}", source, rest)
         return
     while True:
         if pos >= len(text):
             raise _Truncated(pos)
         try:
             element, end = _DECODER.raw_decode(text, pos)
-        except json.JSONDecodeError as err:
+        except (ValueError, RecursionError) as err:  # also 4300+ digits, too deep to decode
             # A cut inside the last element looks like an error at (or near) the end.
             if _cut_at_end(text, pos):
                 raise _Truncated(pos) from None
+            at = err.pos if isinstance(err, json.JSONDecodeError) else pos
+            why = err.msg if isinstance(err, json.JSONDecodeError) else str(err)[:80]
             raise TraceParseError(
-                f"invalid JSON record ({err.msg}) near {_excerpt(text, err.pos)}", source, err.pos
+                f"invalid JSON record ({why}) near {_excerpt(text, at)}", source, at
             ) from None
         yield element, pos
         pos = _skip_ws(text, end)
@@ -125,12 +131,16 @@ def _cut_at_end(text: str, pos: int) -> bool:
     tail = text[pos:]
     stack: list[str] = []
     in_string = escape = False
-    for ch in tail:
+    hex_left = escape_at = 0
+    for i, ch in enumerate(tail):
         if in_string:
-            if escape:
+            if hex_left:
+                hex_left -= 1
+            elif escape:
                 escape = False
+                hex_left = 4 if ch == "u" else 0
             elif ch == "\\":
-                escape = True
+                escape, escape_at = True, i
             elif ch == '"':
                 in_string = False
         elif ch == '"':
@@ -141,17 +151,23 @@ def _cut_at_end(text: str, pos: int) -> bool:
             return False
     if not stack and not in_string:
         return False
-    head = tail.rstrip()
+    # a cut that split an escape ("\\" or "\\u00") drops the escape's start
+    head = tail[:escape_at] if in_string and (escape or hex_left) else tail.rstrip()
+    heads = [head]
     if not in_string:
-        head = head.rstrip(",")
+        head = heads[0] = head.rstrip(",")
+        # a cut inside a literal ("nu" of null): the completed literal is a candidate too
+        heads += [head + w[k:] for w in ("true", "false", "null") for k in range(1, len(w))
+                  if head.endswith(w[:k])]  # fmt: skip
     quote = '"' if in_string else ""
     closing = "".join(reversed(stack))
-    for suffix in ("", ":0", "0", "null", '"":0'):
-        try:
-            json.loads(head + quote + suffix + closing)
-        except json.JSONDecodeError:
-            continue
-        return True
+    for candidate in heads:
+        for suffix in ("", ":0", "0", "null", '"":0'):
+            try:
+                json.loads(candidate + quote + suffix + closing)
+            except (ValueError, RecursionError):
+                continue
+            return True
     return False
 
 
@@ -181,9 +197,20 @@ class _Builder:
         )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    """JSON's ``\\ud800`` escapes decode to lone surrogates, which the store cannot encode
+    as UTF-8: each becomes U+FFFD, as an undecodable byte would."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
 def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{what} must be an integer, got {value!r}")
+        raise ValueError(f"{what} must be an integer, got {value!r:.80}")
+    if not -(2**63) <= value < 2**63:  # what a store (SQLite's INTEGER) can hold
+        raise ValueError(f"{what} must fit in 64 bits, got {len(str(abs(value)))} digits")
     return value
 
 
@@ -206,7 +233,7 @@ def _apply(builders: dict[int, _Builder], record: Any) -> bool:
         for item in raw:
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise ValueError(f"a timestamp needs a name and ns, got {item!r:.80}")
-            stamps.append((item["name"], _int(item.get("ns"), "timestamp 'ns'")))
+            stamps.append((_text(item["name"]), _int(item.get("ns"), "timestamp 'ns'")))
     header: tuple[str, str, str, int | None] | None = None
     if has_header:
         model = record["model_name"]
@@ -216,9 +243,9 @@ def _apply(builders: dict[int, _Builder], record: Any) -> bool:
         request_id = record.get("request_id", "")
         parent = record.get("parent_id")
         header = (
-            model,
-            str(version),
-            str(request_id),
+            _text(model),
+            _text(str(version)),
+            _text(str(request_id)),
             None if parent is None else _int(parent, "'parent_id'"),
         )
     builder = builders.get(trace_id)
@@ -236,7 +263,7 @@ def spans_from_records(records: list[Any], source: str) -> list[TraceSpan]:
     for index, record in enumerate(records):
         try:
             _apply(builders, record)
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # too deep to print in the message
             raise TraceParseError(f"record {index}: {err}", source) from None
     return [b.span(source) for b in builders.values()]
 
@@ -249,6 +276,10 @@ def parse_trace_file(text: str, source: str = "") -> list[TraceSpan]:
         raise TraceParseError(
             f"not valid JSON ({err.msg}) near {_excerpt(text, err.pos)}", source, err.pos
         ) from None
+    except RecursionError:  # a level deeper than one record, which lenient parsing decodes
+        raise TraceParseError("not valid JSON (nested too deeply)", source) from None
+    except ValueError as err:  # an integer of 4300+ digits
+        raise TraceParseError(f"not valid JSON ({str(err)[:80]})", source) from None
     if not isinstance(records, list):
         raise TraceParseError(f"expected a JSON array, found {_excerpt(text, 0)}", source)
     return spans_from_records(records, source)
@@ -272,7 +303,7 @@ def parse_trace_file_lenient(text: str, source: str = "") -> ParsedTraceFile:
             try:
                 if not _apply(builders, record):
                     skipped += 1
-            except ValueError as err:
+            except (ValueError, RecursionError) as err:  # too deep to print in the message
                 skipped += 1
                 problems.append(f"record {index} at char {position}: {err}")
     except _Truncated as cut:
