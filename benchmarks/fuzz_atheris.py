@@ -9,8 +9,8 @@ Run from the repository root, with a binary wheel (there is one for CPython 3.11
 x86-64 Linux, no compiler needed)::
 
     pip install atheris
-    python benchmarks/fuzz_atheris.py logs /tmp/corpus-logs -max_total_time=600
-    python benchmarks/fuzz_atheris.py metrics /tmp/corpus-metrics -atheris_runs=200000
+    python benchmarks/fuzz_atheris.py logs CORPUS_DIR -max_total_time=600
+    python benchmarks/fuzz_atheris.py metrics CORPUS_DIR -atheris_runs=200000
 
 The first argument picks the target; the rest go to libFuzzer (a corpus folder, which is
 seeded with the recorded fixtures and ``tests/fuzz/regressions/<target>/`` when empty,

@@ -57,6 +57,8 @@ _STRICTER = (
     "invalid metric name",
     "missing metric name",
     "invalid label name",
+    # ``version=}``: the grammar quotes every label value; prometheus_client drops the label.
+    "is not quoted",
     "missing value",
 )
 """Reasons we may reject a page prometheus_client reads; anything else is a bug of ours."""
