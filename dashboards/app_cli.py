@@ -73,7 +73,7 @@ def triage(
         env.pop(key, None)
         if value is not None:
             env[key] = str(value.resolve())
-    from observability.collect.selfmetrics import is_loopback
+    from observability.netaddr import is_loopback
 
     if not is_loopback(host):
         # The app shows request ids and log lines, with no login: say so where it is seen.

@@ -300,7 +300,7 @@ def collect(
 ) -> None:
     """Run every collector live into a store, serving the collector's own /metrics."""
     from observability.collect import CollectConfig, CollectRunner
-    from observability.collect.selfmetrics import is_loopback
+    from observability.netaddr import is_loopback
     from observability.store import StoreError
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
@@ -393,7 +393,7 @@ def watch(
 
     from dashboards.app.data.text import visible_controls
     from observability.collect import CollectConfig
-    from observability.collect.selfmetrics import is_loopback
+    from observability.netaddr import is_loopback
     from observability.store import StoreError
     from observability.watch import WatchConfig, Watcher
 

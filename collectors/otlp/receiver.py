@@ -28,6 +28,7 @@ from typing import Any
 
 from collectors.otlp.decode import OtlpDecodeError, otlp_json_from_proto, spans_from_otlp_json
 from observability.events import OtlpSpan
+from observability.netaddr import is_loopback
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "OtlpReceiver", "ReceiverCounters"]
 
@@ -87,7 +88,7 @@ class OtlpReceiver:
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         read_timeout_s: float = 10.0,
     ) -> None:
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if not is_loopback(host):
             log.warning("OTLP receiver binding %s: reachable from beyond this host", host)
         self.max_body_bytes = max_body_bytes
         self.counters = ReceiverCounters()

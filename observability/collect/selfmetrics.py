@@ -6,12 +6,13 @@ Served by prometheus_client on 127.0.0.1 only unless told otherwise; labels are 
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-__all__ = ["SelfMetrics", "is_loopback", "serve"]
+from observability.netaddr import is_loopback
+
+__all__ = ["SelfMetrics", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +56,6 @@ class SelfMetrics:
         self.otlp_spans = Counter(
             "triton_obs_otlp_spans_received", "Spans received on the OTLP endpoint", registry=r
         )
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:

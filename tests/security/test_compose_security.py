@@ -15,13 +15,14 @@ listens on a container's interface. Only what must be published to be used liste
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from observability.netaddr import is_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_TEXT = (ROOT / "compose.yaml").read_text()
@@ -65,15 +66,6 @@ def host_of(address: str) -> str:
     if address.count(":") == 1:
         return address.split(":", 1)[0]
     return address
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def published(service: dict[str, Any]) -> list[str]:
