@@ -9,18 +9,24 @@ the DOM.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from websockets.sync.client import ClientConnection, connect
 
-__all__ = ["CHROMIUM", "capture"]
+__all__ = ["CHROMIUM", "app_server", "capture"]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [
@@ -55,6 +61,44 @@ class _Session:
     def evaluate(self, expression: str) -> object:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
         return result.get("result", {}).get("value")
+
+
+@contextlib.contextmanager
+def app_server(store: Path, log: Path | None, server_log: Path) -> Iterator[str]:
+    """``triton-obs triage`` on a free loopback port, as a user starts it; yields its URL once
+    it answers, and stops it with the streamlit child it started (they share a session)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    argv = [sys.executable, "-m", "dashboards.app_cli", "--store", str(store), "--port", str(port)]
+    if log is not None:
+        argv += ["--log", str(log)]
+    with server_log.open("w") as out:
+        server = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the app server did not start: {server_log.read_text()}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 def capture(url: str, marker: str, png: Path, profile: Path, timeout_s: float = 90.0) -> str:

@@ -7,19 +7,12 @@ loopback port, captures both pages with headless Chromium and keeps the PNGs and
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.app.browser import CHROMIUM, capture
+from tests.app.browser import CHROMIUM, app_server, capture
 from tests.app.conftest import AppStore
 
 pytestmark = pytest.mark.skipif(
@@ -28,45 +21,11 @@ pytestmark = pytest.mark.skipif(
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "app"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def app_url(faulty_store: AppStore, tmp_path_factory) -> Iterator[str]:
-    port = _free_port()
-    log = tmp_path_factory.mktemp("app-server") / "server.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "dashboards.app_cli", "--store", str(faulty_store.store),
-             "--log", str(faulty_store.log), "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            cwd=Path(__file__).resolve().parents[2],
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the app server did not start: {log.read_text()}")
-            time.sleep(0.5)
+    server_log = tmp_path_factory.mktemp("app-server") / "server.log"
+    with app_server(faulty_store.store, faulty_store.log, server_log) as url:
         yield url
-    finally:
-        # The server and the streamlit child it started share the session we created.
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
 
 
 def _check_png(path: Path) -> None:

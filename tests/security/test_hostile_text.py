@@ -22,11 +22,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -44,7 +41,7 @@ pytest.importorskip("plotly", reason="the triage app needs the app extra (plotly
 
 from dashboards.app.data.findings import finding_id, load_findings
 from dashboards.app.data.text import MAX_CELL_CHARS, MAX_LINE_CHARS
-from tests.app.browser import CHROMIUM, capture
+from tests.app.browser import CHROMIUM, app_server, capture
 from tests.app.helpers import run_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,43 +285,11 @@ def test_health_and_shapes_pages(monkeypatch, hostile: HostileStore) -> None:
 # -- one real browser ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_a_real_browser_runs_no_script_from_the_data(hostile: HostileStore, tmp_path: Path) -> None:
-    port = _free_port()
-    out = tmp_path / "server.log"
-    with out.open("w") as fh:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "dashboards.app_cli", "--store", str(hostile.store),
-             "--log", str(hostile.log), "--port", str(port)],
-            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, out.read_text()
-            time.sleep(0.5)
+    with app_server(hostile.store, hostile.log, tmp_path / "server.log") as base:
         query = urllib.parse.urlencode({"page": "finding", "finding": hostile.finding})
         dom = capture(f"{base}/?{query}", READY, tmp_path / "finding.png", tmp_path / "chrome")
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
     scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", dom, re.S | re.I)
     assert not [s for s in scripts if "alert(" in s], "a script element from the data"
     assert not re.search(r"<img\b[^>]*onerror", dom, re.I), "a live img from the data"
