@@ -291,8 +291,7 @@ def _still_waiting(
     late = [
         c
         for c in candidates
-        if id(c) in marks
-        and (c.released_ns is None or c.released_ns > tb.at_ns + _CALLBACK_GAP_NS)
+        if id(c) in marks and (c.released_ns is None or c.released_ns > tb.at_ns + _CALLBACK_GAP_NS)
     ]
     return late[0] if len(late) == 1 else None
 
