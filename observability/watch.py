@@ -1,8 +1,10 @@
 """``triton-obs watch``: collectors and detectors live; each new finding printed as it appears.
 
-The collector thread owns the store's writer; detection runs on its own read-only connection
-every ``detect_interval_s`` over the last ``lookback_s``, saves the findings (resolved ones are
-marked inactive) and refreshes the exporter's gauges.
+The collector thread owns the store's writer and hands each stored batch to a
+:class:`~observability.detectors.live.LiveWindow`; every ``detect_interval_s`` the detectors
+run over it (``evidence_s`` of signals plus what is still open), the findings are saved
+(resolved ones marked inactive) and the exporter's gauges refreshed. A finding stays active
+until ``lookback_s`` after it was last seen, unless the detectors saw it resolve.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from observability.collect import CollectConfig, CollectRunner
-from observability.detectors import Window, run_detectors
+from observability.detectors import run_detectors
+from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
 from observability.exporters.prometheus import FindingsExporter
 from observability.findings import Finding
@@ -27,6 +30,10 @@ class WatchConfig:
     collect: CollectConfig
     detect_interval_s: float = 2.0
     lookback_s: float = 600.0
+    """How long a finding stays active after it was last seen, and how far back a request
+    still open is followed."""
+    evidence_s: float = 120.0
+    """How much of every signal the detectors read on each pass (see ``LiveWindow``)."""
     settings: dict[str, object] = field(default_factory=dict)
     """Detector settings by field name, e.g. ``{"deadline_s": 5}``."""
 
@@ -37,6 +44,8 @@ class Watcher:
         self.runner = CollectRunner(cfg.collect)
         self.exporter = FindingsExporter(self.runner.metrics.registry)
         self.detectors = default_detectors(**cfg.settings)
+        self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s)
+        self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}
         self.passes = 0
         self._stop = threading.Event()
@@ -50,19 +59,37 @@ class Watcher:
         now_ns = now_ns if now_ns is not None else time.time_ns()
         with Store(self.cfg.collect.store, readonly=True) as reader:
             now_ns = self._horizon_ns(reader, now_ns)
-            window = Window(
-                since_ns=now_ns - int(self.cfg.lookback_s * 1e9), until_ns=now_ns, store=reader
-            )
-            findings = run_detectors(self.detectors, window)
-            self.exporter.update(findings, window)
+            if not self.live.primed:
+                self.live.prime(reader, now_ns)
+                self.known.update((f.key, f) for f in reader.findings(active_only=True))
+        window = self.live.window(now_ns)
+        seen = run_detectors(self.detectors, window)
+        findings = self._still_active(seen, now_ns)
+        self.exporter.update(findings, window, hung=seen)
         with Store(self.cfg.collect.store) as writer:
             writer.save_findings(findings)
-        new = [f for f in findings if f.key not in self.known]
-        self.known = {
-            f.key: self.known[f.key].merged(f) if f.key in self.known else f for f in findings
-        }
+        new = [f for f in seen if f.key not in self.known]
+        for f in seen:
+            self.known[f.key] = self.known[f.key].merged(f) if f.key in self.known else f
         self.passes += 1
         return new
+
+    def _still_active(self, seen: list[Finding], now_ns: int) -> list[Finding]:
+        """This pass's findings, and the known ones whose evidence has left the window but
+        were seen within ``lookback_s``: those aged out, the detectors did not see them
+        resolve. One first seen inside the window and not seen now is resolved."""
+        horizon = now_ns - int(self.cfg.evidence_s * 1e9)
+        oldest = now_ns - int(self.cfg.lookback_s * 1e9)
+        current = {f.key for f in seen}
+        aged = [
+            f
+            for key, f in self.known.items()
+            if key not in current and f.first_seen_ns < horizon and f.last_seen_ns >= oldest
+        ]
+        self.known = {f.key: f for f in aged} | {
+            key: f for key, f in self.known.items() if key in current
+        }
+        return [*seen, *aged]
 
     def _horizon_ns(self, reader: Store, now_ns: int) -> int:
         """The instant detectors judge "still running" against.

@@ -85,6 +85,9 @@ class CollectRunner:
         self._otlp = None
         self._lines_seen = 0
         self._skipped_seen: dict[str, int] = {}
+        self.on_stored: Callable[[str, list[object]], None] | None = None
+        self._subscriber_failed = False
+        """Told of each batch once it is in the store (``watch`` feeds its live window)."""
         if cfg.metrics_url:
             self._scrapers.append(MetricsCollector(cfg.metrics_url))
         if cfg.url:
@@ -241,6 +244,13 @@ class CollectRunner:
             self._pending.popleft()
             if batch.commit is not None:
                 batch.commit()
+            if self.on_stored is not None and batch.events:
+                try:
+                    self.on_stored(batch.source, batch.events)
+                except Exception:  # a subscriber's bug must never stop collection
+                    if not self._subscriber_failed:
+                        log.exception("on_stored subscriber failed (logged once)")
+                    self._subscriber_failed = True
 
     def _housekeeping(self) -> None:
         try:

@@ -91,7 +91,11 @@ class FindingsExporter:
             models.update(labels[0] for labels in series.live)
         return models
 
-    def update(self, findings: Sequence[Finding], window: Window) -> None:
+    def update(
+        self, findings: Sequence[Finding], window: Window, hung: Sequence[Finding] | None = None
+    ) -> None:
+        """``findings`` are the active ones; ``hung`` those the detectors see *now* (default:
+        all), since a hang that aged out of the window is history, not a hung request."""
         requests = requests_of(window)
         oldest: dict[str, float] = {}
         inflight: Counter[str] = Counter()
@@ -105,8 +109,10 @@ class FindingsExporter:
                 caller = requests.outermost(parent)
                 if caller is not None and caller.model:
                     inflight[caller.model] += 1
-        hung = Counter(f.model for f in findings if f.kind == "hung_request")
-        models = set(requests.instances) | set(oldest) | set(hung)
+        hung_now = Counter(
+            f.model for f in (findings if hung is None else hung) if f.kind == "hung_request"
+        )
+        models = set(requests.instances) | set(oldest) | set(hung_now)
 
         # Names already labelled (retiring ones too) keep their label; new ones get one while
         # fewer than MAX_MODELS names are labelled.
@@ -128,7 +134,7 @@ class FindingsExporter:
         oldest_by: dict[Labels, float] = {}
         for model in models:
             key = (label(model),)
-            hung_by[key] += hung.get(model, 0)
+            hung_by[key] += hung_now.get(model, 0)
             inflight_by[key] += inflight.get(model, 0)
             oldest_by[key] = max(oldest_by.get(key, 0.0), oldest.get(model, 0.0))
         now = window.until_ns

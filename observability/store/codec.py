@@ -64,24 +64,43 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(ev))
 
 
-def _build(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+def _identity(value: Any) -> Any:
+    return value
+
+
+@functools.cache
+def _builder(tp: Any) -> typing.Callable[[Any], Any]:
+    """A function that rebuilds values of one type hint, made once per hint: walking the
+    hints per value (``get_origin`` and friends) was most of a decode's time."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _build(args[0], value) if len(args) == 1 else value
+        inner = _builder(args[0]) if len(args) == 1 else _identity
+        return lambda v: None if v is None else inner(v)
     if origin is tuple:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_build(args[0], v) for v in value)
-        return tuple(_build(a, v) for a, v in zip(args, value, strict=False))
+            item = _builder(args[0])
+            return lambda v: None if v is None else tuple(item(x) for x in v)
+        items = [_builder(a) for a in args]
+        return lambda v: None if v is None else tuple(b(x) for b, x in zip(items, v, strict=False))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return tp(value)
+        return lambda v: None if v is None else tp(v)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        hints = _hints(tp)
-        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in hints})
-    return value
+        fields = {k: _builder(h) for k, h in _hints(tp).items()}
+        plain = {k for k, b in fields.items() if b is _identity}
+
+        def build(v: Any) -> Any:
+            if v is None:
+                return None
+            return tp(**{k: x if k in plain else fields[k](x) for k, x in v.items() if k in fields})
+
+        return build
+    return _identity
+
+
+def _build(tp: Any, value: Any) -> Any:
+    return _builder(tp)(value)
 
 
 def decode(kind: str, body: str) -> object:

@@ -304,21 +304,78 @@ class Store:
         for target, at_ns, body in self._db.execute(sql + " ORDER BY at_ns", args):
             yield target, at_ns, decode("MetricSample", body)  # type: ignore[misc]
 
-    def _bodies(self, table: str, kind: str, order: str) -> Iterator[object]:
-        for (body,) in self._db.execute(f"SELECT body FROM {table} ORDER BY {order}"):
+    def _bodies(
+        self, table: str, kind: str, order: str, since: tuple[str, int] | None = None
+    ) -> Iterator[object]:
+        where, args = "", []
+        if since is not None:
+            where, args = f" WHERE {since[0]} >= ?", [since[1]]
+        sql = f"SELECT body FROM {table}{where} ORDER BY {order}"
+        for (body,) in self._db.execute(sql, args):
             yield decode(kind, body)
 
-    def scrapes(self) -> Iterator[ev.ScrapeStatus]:
-        yield from self._bodies("scrapes", "ScrapeStatus", "at_ns")  # type: ignore[misc]
+    def scrapes(self, since_ns: int | None = None) -> Iterator[ev.ScrapeStatus]:
+        since = None if since_ns is None else ("at_ns", since_ns)
+        yield from self._bodies("scrapes", "ScrapeStatus", "at_ns", since)  # type: ignore[misc]
 
-    def model_stats(self) -> Iterator[ev.ModelStats]:
-        yield from self._bodies("model_stats", "ModelStats", "at_ns")  # type: ignore[misc]
+    def model_stats(self, since_ns: int | None = None) -> Iterator[ev.ModelStats]:
+        since = None if since_ns is None else ("at_ns", since_ns)
+        yield from self._bodies("model_stats", "ModelStats", "at_ns", since)  # type: ignore[misc]
+
+    def metric_scrapes(self, since_ns: int) -> Iterator[ev.MetricsScrape]:
+        """Stored samples regrouped into the scrapes they came from, in time order."""
+        sql = (
+            "SELECT target, at_ns, body FROM metric_samples WHERE at_ns >= ? ORDER BY at_ns, target"
+        )
+        key: tuple[str, int] | None = None
+        samples: list[ev.MetricSample] = []
+        for target, at_ns, body in self._db.execute(sql, (since_ns,)):
+            if key is not None and key != (target, at_ns):
+                yield ev.MetricsScrape(key[1], key[0], tuple(samples))
+                samples = []
+            key = (target, at_ns)
+            samples.append(decode("MetricSample", body))  # type: ignore[arg-type]
+        if key is not None:
+            yield ev.MetricsScrape(key[1], key[0], tuple(samples))
+
+    def log_rows(
+        self, since_ns: int, until_ns: int | None = None, request_ids: Iterable[str] = ()
+    ) -> Iterator[tuple[str, object]]:
+        """``(source, record)`` from ``since_ns`` on, or of the given request ids only."""
+        ids = list(request_ids)
+        sql = "SELECT source, kind, body FROM log_records WHERE at_ns >= ?"
+        args: list[object] = [since_ns]
+        if until_ns is not None:
+            sql += " AND at_ns < ?"
+            args.append(until_ns)
+        if ids:
+            sql += f" AND request_id IN ({','.join('?' * len(ids))})"
+            args += ids
+        for source, kind, body in self._db.execute(sql + " ORDER BY at_ns, source, offset", args):
+            yield source, decode(kind, body)
+
+    def open_request_ids(self, since_ns: int, until_ns: int) -> list[str]:
+        """Ids with more lifecycles begun than released between two instants (queued or
+        executing at ``until_ns``), counted in SQL so that nothing is decoded."""
+        sql = """
+            SELECT request_id FROM log_records
+            WHERE at_ns >= ? AND at_ns < ? AND request_id IS NOT NULL AND request_id != ''
+              AND kind IN ('RequestPrepared', 'RequestStateChange')
+            GROUP BY request_id
+            HAVING max(sum(kind = 'RequestPrepared'),
+                       sum(kind = 'RequestStateChange'
+                           AND json_extract(body, '$.to_state') = 'PENDING'))
+                 > sum(kind = 'RequestStateChange'
+                       AND json_extract(body, '$.to_state') = 'RELEASED')
+        """
+        return [rid for (rid,) in self._db.execute(sql, (since_ns, until_ns))]
 
     def trace_spans(self) -> Iterator[ev.TraceSpan]:
         yield from self._bodies("trace_spans", "TraceSpan", "source, trace_id")  # type: ignore[misc]
 
-    def otlp_spans(self) -> Iterator[ev.OtlpSpan]:
-        yield from self._bodies("otlp_spans", "OtlpSpan", "start_ns")  # type: ignore[misc]
+    def otlp_spans(self, since_ns: int | None = None) -> Iterator[ev.OtlpSpan]:
+        since = None if since_ns is None else ("start_ns", since_ns)
+        yield from self._bodies("otlp_spans", "OtlpSpan", "start_ns", since)  # type: ignore[misc]
 
     def time_range(self) -> tuple[int, int] | None:
         """Earliest and latest event time across tables (ns), ``None`` when empty."""

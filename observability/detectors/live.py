@@ -1,0 +1,203 @@
+"""The window ``watch`` detects over: kept in memory, fed with each batch the collector stores.
+
+Why not re-read the store on every pass: a pass decoded every record of the lookback from
+SQLite, about 55 µs each. At 30 requests/s through the demo pipeline Triton's verbose log
+writes some 1,700 records a second, so a ten-minute lookback was a million decodes every two
+seconds: detection fell behind, starved the collector thread of the GIL, and its memory grew
+pass after pass (the three-cycle soak of ``tests/soak`` measured it).
+
+Here each record is decoded at most once (when ``watch`` starts on a store that already has
+data) and a pass costs what the evidence window holds. The window keeps ``evidence_s`` of
+every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
+
+* every record of a request id with more lifecycles begun (``prepared``, ``to PENDING``) than
+  released, so a request hung for minutes keeps its whole story;
+* the last ``executing N requests`` line of an instance not released since, so a stuck
+  instance still reads as busy.
+
+Older closed records are dropped. ``Watcher`` keeps each finding whose evidence aged out
+active until ``lookback_s`` after it was last seen, so the findings' lifetime stays that of a
+``lookback_s`` window while the work per pass does not grow with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from observability import events as ev
+from observability.detectors.window import Window
+from observability.store import Store
+
+__all__ = ["LiveStats", "LiveWindow"]
+
+log = logging.getLogger(__name__)
+
+_REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
+
+
+@dataclass
+class LiveStats:
+    records: int = 0
+    carried: int = 0
+    """Records older than the evidence window kept because their request or instance is open."""
+    dropped_over_cap: int = 0
+    duplicates: int = 0
+    primed: int = 0
+
+
+def _identity(source: str, event: object) -> tuple[object, ...]:
+    """The store's primary key of an event: what makes a replayed batch a duplicate."""
+    header = getattr(event, "header", None)
+    if header is not None:
+        return ("log", source, header.offset, type(event).__name__)
+    if isinstance(event, ev.StubOutput):
+        return ("log", source, event.offset, "StubOutput")
+    if isinstance(event, ev.OtlpSpan):
+        return ("otlp", event.trace_id, event.span_id)
+    if isinstance(event, ev.TraceSpan):
+        start = min((ns for _, ns in event.timestamps), default=0)
+        return ("trace", source or event.source, event.trace_id, start)
+    if isinstance(event, ev.MetricsScrape):
+        return ("metrics", event.target, event.at_ns)
+    if isinstance(event, ev.ScrapeStatus):
+        return ("scrape", event.target, event.at_ns)
+    if isinstance(event, ev.ModelStats):
+        return ("stats", event.model, event.version, event.at_ns)
+    return ("other", id(event))
+
+
+def _at(event: object, arrived_ns: int) -> int:
+    """Epoch time of an event; trace-file spans (monotonic clock) count from their arrival."""
+    header = getattr(event, "header", None)
+    if header is not None:
+        return int(header.at_ns)
+    if isinstance(event, ev.OtlpSpan):
+        return event.start_ns
+    if isinstance(event, ev.TraceSpan):
+        return arrived_ns
+    return int(getattr(event, "at_ns", arrived_ns))
+
+
+class LiveWindow:
+    """Thread-safe: the collector thread calls :meth:`add`, the detection thread the rest."""
+
+    def __init__(
+        self, evidence_s: float = 120.0, lookback_s: float = 600.0, max_records: int = 600_000
+    ) -> None:
+        self.evidence_ns = int(evidence_s * 1e9)
+        self.lookback_ns = int(max(lookback_s, evidence_s) * 1e9)
+        self.max_records = max_records
+        """A bound on memory whatever the load (~0.4 KiB a record); oldest dropped beyond."""
+        self.stats = LiveStats()
+        self.primed = False
+        self._lock = threading.Lock()
+        self._incoming: list[tuple[tuple[object, ...], int, object]] = []
+        self._kept: dict[tuple[object, ...], tuple[int, object]] = {}
+
+    def add(self, source: str, events: Iterable[object]) -> None:
+        """Events the collector has just stored (cheap: detection sorts them out later)."""
+        now = time.time_ns()
+        batch = [(_identity(source, e), _at(e, now), e) for e in events]
+        with self._lock:
+            self._incoming.extend(batch)
+
+    def prime(self, store: Store, now_ns: int) -> None:
+        """Load what the store already holds (a restarted ``watch``): the evidence window,
+        and the records of requests still open at its edge, up to ``lookback_s`` back."""
+        since = now_ns - self.evidence_ns
+        rows: list[tuple[tuple[object, ...], int, object]] = []
+        open_ids = store.open_request_ids(now_ns - self.lookback_ns, since)
+        for chunk in range(0, len(open_ids), 500):
+            ids = open_ids[chunk : chunk + 500]
+            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, ids):
+                rows.append((_identity(source, rec), _at(rec, now_ns), rec))
+        for source, rec in store.log_rows(since):
+            rows.append((_identity(source, rec), _at(rec, now_ns), rec))
+        others: list[Iterable[object]] = [
+            store.otlp_spans(since),
+            store.scrapes(since),
+            store.model_stats(since),
+            store.metric_scrapes(since),
+        ]
+        for events in others:
+            rows.extend((_identity("", e), _at(e, now_ns), e) for e in events)
+        with self._lock:
+            self._incoming[:0] = rows
+        self.stats.primed = len(rows)
+        self.primed = True
+
+    def window(self, now_ns: int) -> Window:
+        """The window to detect over at ``now_ns``; drops what no longer belongs in it."""
+        with self._lock:
+            incoming, self._incoming = self._incoming, []
+        kept = self._kept
+        for key, at, event in incoming:
+            if key in kept:
+                self.stats.duplicates += 1
+            else:
+                kept[key] = (at, event)
+        self._evict(now_ns)
+        # Time order, file order within a tick (a stable sort of arrival order), as the store
+        # returns them: request lifecycles are paired in that order.
+        rows = sorted(kept.values(), key=lambda row: row[0])
+        since = rows[0][0] if rows else now_ns
+        return Window(
+            since_ns=min(since, now_ns - self.evidence_ns),
+            until_ns=now_ns,
+            events=[event for _, event in rows],
+        )
+
+    def _evict(self, now_ns: int) -> None:
+        horizon = now_ns - self.evidence_ns
+        oldest = now_ns - self.lookback_ns
+        kept = self._kept
+        if len(kept) > self.max_records:
+            over = len(kept) - self.max_records
+            for key in sorted(kept, key=lambda k: kept[k][0])[:over]:
+                del kept[key]
+            self.stats.dropped_over_cap += over
+            log.warning("live window full (%d): dropped the oldest %d", self.max_records, over)
+        if not any(at < horizon for at, _ in kept.values()):
+            self.stats.records, self.stats.carried = len(kept), 0
+            return
+        begun: dict[str, int] = {}
+        pending: dict[str, int] = {}
+        released: dict[str, int] = {}
+        busy: dict[str, tuple[int, tuple[object, ...] | None]] = {}
+        for key, (at, event) in kept.items():
+            if isinstance(event, ev.RequestPrepared):
+                begun[event.request_id] = begun.get(event.request_id, 0) + 1
+            elif isinstance(event, ev.RequestStateChange):
+                rid = event.request_id
+                if event.to_state == "PENDING":
+                    pending[rid] = pending.get(rid, 0) + 1
+                elif event.to_state == "RELEASED":
+                    released[rid] = released.get(rid, 0) + 1
+            elif isinstance(event, ev.InstanceExecuting | ev.InstanceReleased):
+                last = busy.get(event.instance)
+                if last is None or at >= last[0]:
+                    is_exec = isinstance(event, ev.InstanceExecuting)
+                    busy[event.instance] = (at, key if is_exec else None)
+        open_ids = {
+            rid
+            for rid in begun.keys() | pending.keys()
+            if rid and max(begun.get(rid, 0), pending.get(rid, 0)) > released.get(rid, 0)
+        }
+        busy_keys = {key for _, key in busy.values() if key is not None}
+        carried = 0
+        for key, (at, event) in list(kept.items()):
+            if at >= horizon:
+                continue
+            keep = at >= oldest and (
+                key in busy_keys
+                or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
+            )
+            if keep:
+                carried += 1
+            else:
+                del kept[key]
+        self.stats.records, self.stats.carried = len(kept), carried

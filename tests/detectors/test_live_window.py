@@ -1,0 +1,159 @@
+"""The live window ``watch`` detects over, checked against the store-backed window on the
+recorded fault run (``faulty_run``: a real lab Triton, see tests/detectors/recording.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from observability.collect import CollectConfig
+from observability.detectors import Window, run_detectors
+from observability.detectors.live import LiveWindow
+from observability.detectors.registry import default_detectors
+from observability.findings import Finding
+from observability.store import Store
+from observability.watch import WatchConfig, Watcher
+from tests.detectors.recording import BLS_DEADLINE_S, RecordedRun
+
+HOUR_S = 3600.0
+Key = tuple[str, str, str, str]
+
+
+def _keys(findings: list[Finding]) -> set[Key]:
+    return {(f.kind, f.model, f.request_id or "", f.severity.value) for f in findings}
+
+
+def _detect(window: Window) -> set[Key]:
+    return _keys(run_detectors(default_detectors(deadline_s=BLS_DEADLINE_S), window))
+
+
+@pytest.fixture(scope="module")
+def reference(faulty_run: RecordedRun) -> set[Key]:
+    with Store(faulty_run.store, readonly=True) as store:
+        found = _detect(Window(since_ns=0, until_ns=faulty_run.until_ns, store=store))
+    assert {k[0] for k in found} >= {"hung_request", "bls_deadlock", "cold_start"}
+    return found
+
+
+def _tapped(store: Store) -> list[tuple[str, list[object]]]:
+    """What the collector hands ``on_stored``: batches of one source, in file order."""
+    rows = list(store.log_rows(0))
+    batches = [
+        (rows[i][0], [rec for _, rec in rows[i : i + 400]]) for i in range(0, len(rows), 400)
+    ]
+    batches.append(("", list(store.otlp_spans())))
+    batches.append(("", list(store.metric_scrapes(0))))
+    batches.append(("", list(store.scrapes())))
+    batches.append(("", list(store.model_stats())))
+    return batches
+
+
+def test_primed_from_the_store_it_finds_what_the_store_window_finds(
+    faulty_run: RecordedRun, reference: set[Key]
+) -> None:
+    live = LiveWindow(evidence_s=HOUR_S, lookback_s=HOUR_S)
+    with Store(faulty_run.store, readonly=True) as store:
+        live.prime(store, faulty_run.until_ns)
+    assert _detect(live.window(faulty_run.until_ns)) == reference
+    assert live.stats.carried == 0 and live.stats.records == live.stats.primed
+
+
+def test_fed_batch_by_batch_with_replays_it_finds_the_same(
+    faulty_run: RecordedRun, reference: set[Key]
+) -> None:
+    live = LiveWindow(evidence_s=HOUR_S, lookback_s=HOUR_S)
+    with Store(faulty_run.store, readonly=True) as store:
+        batches = _tapped(store)
+    half = len(batches) // 2
+    for source, events in batches[:half]:
+        live.add(source, events)
+    live.window(faulty_run.until_ns)  # a pass in between
+    replayed = sum(len(events) for _, events in batches[half - 3 : half])
+    for source, events in batches[half - 3 :]:  # a restarted reader sends three batches again
+        live.add(source, events)
+    assert _detect(live.window(faulty_run.until_ns)) == reference
+    assert live.stats.duplicates == replayed
+
+
+def test_a_short_evidence_window_keeps_open_requests_and_invents_nothing(
+    faulty_run: RecordedRun, reference: set[Key]
+) -> None:
+    """5 s of evidence at the end of the run: the hang and the deadlock began ~10-25 s before;
+    they are still open, so their requests are carried and still found. Whatever else is
+    found must be in the full window's findings: cutting history must not make a finding."""
+    live = LiveWindow(evidence_s=5, lookback_s=HOUR_S)
+    with Store(faulty_run.store, readonly=True) as store:
+        live.prime(store, faulty_run.until_ns)
+    window = live.window(faulty_run.until_ns)
+    found = _detect(window)
+    assert live.stats.carried > 0
+    assert found <= reference, found - reference
+    assert {(k[0], k[1]) for k in found} >= {
+        ("hung_request", "router"),
+        ("hung_request", "generate"),
+        ("bls_deadlock", "generate"),
+    }
+    # The same when the records came through the tap and were cut by later passes.
+    tapped = LiveWindow(evidence_s=5, lookback_s=HOUR_S)
+    with Store(faulty_run.store, readonly=True) as store:
+        for source, events in _tapped(store):
+            tapped.add(source, events)
+    mid = (faulty_run.since_ns + faulty_run.until_ns) // 2
+    tapped.window(mid)
+    assert _detect(tapped.window(faulty_run.until_ns)) == found
+
+
+def test_nothing_is_carried_past_the_lookback(faulty_run: RecordedRun) -> None:
+    live = LiveWindow(evidence_s=5, lookback_s=10)
+    with Store(faulty_run.store, readonly=True) as store:
+        live.prime(store, faulty_run.until_ns)
+    later = faulty_run.until_ns + 11 * 10**9
+    window = live.window(later)
+    assert live.stats.records == 0 and window.logs() == []
+    assert _detect(window) == set()
+
+
+def test_over_its_cap_it_drops_the_oldest(faulty_run: RecordedRun) -> None:
+    live = LiveWindow(evidence_s=HOUR_S, lookback_s=HOUR_S, max_records=1000)
+    with Store(faulty_run.store, readonly=True) as store:
+        live.prime(store, faulty_run.until_ns)
+    window = live.window(faulty_run.until_ns)
+    assert live.stats.records == 1000 and live.stats.dropped_over_cap == live.stats.primed - 1000
+    times = [getattr(getattr(r, "header", r), "at_ns", 0) for r in window.logs()]
+    assert times == sorted(times) and times[0] >= window.since_ns
+
+
+def test_watch_keeps_aged_out_findings_active_until_the_lookback(
+    faulty_run: RecordedRun, reference: set[Key], tmp_path: Path
+) -> None:
+    """A finding whose evidence left the window was not seen to resolve: it stays active
+    until ``lookback_s`` after it was last seen, then resolves."""
+    store = tmp_path / "store.db"
+    shutil.copy(faulty_run.store, store)
+    watcher = Watcher(
+        WatchConfig(
+            collect=CollectConfig(store=store),
+            evidence_s=5,
+            lookback_s=60,
+            settings={"deadline_s": BLS_DEADLINE_S},
+        )
+    )
+    # The recording's whole story is read once (as a watch started on this store would),
+    # then the clock moves on with no new records.
+    watcher.live.evidence_ns = int(HOUR_S * 1e9)
+    first = watcher.detect_once(faulty_run.until_ns)
+    assert _keys(first) == reference
+    watcher.live.evidence_ns = 5 * 10**9
+
+    def active() -> set[Key]:
+        with Store(store, readonly=True) as reader:
+            return _keys(reader.findings(active_only=True))
+
+    assert active() == reference
+    # (Requests in flight when the recording stopped look hung by now: they may add findings.)
+    watcher.detect_once(faulty_run.until_ns + 30 * 10**9)
+    assert reference <= active()  # aged out, not resolved
+    watcher.detect_once(faulty_run.until_ns + 200 * 10**9)
+    assert active() == set()
