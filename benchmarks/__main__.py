@@ -10,6 +10,7 @@ MODULES = (
     "log_parse",
     "ingest_log",
     "analyze_bundle",
+    "watch_pass",
     "bls_overhead",
     "bls_throughput",
 )
