@@ -139,14 +139,14 @@ class CollectRunner:
                 if deadline is not None and now >= deadline:
                     break
                 if now >= next_scrape:
-                    self._scrape()
+                    self._step(self._scrape)
                     next_scrape = now + self.cfg.interval_s
                 if now >= next_log:
-                    self._read_files()
+                    self._step(self._read_files)
                     next_log = now + self.cfg.log_interval_s
-                self._flush()
+                self._step(self._flush)
                 if now >= next_housekeeping:
-                    self._housekeeping()
+                    self._step(self._housekeeping)
                     next_housekeeping = now + 30
                 self.state.cycles += 1
                 self.metrics.last_cycle.set_to_current_time()
@@ -159,6 +159,18 @@ class CollectRunner:
             self.close()
 
     # -- one cycle ---------------------------------------------------------------------
+    def _step(self, step: Callable[[], None]) -> None:
+        """One part of a cycle. An error nobody planned for is logged (once per message) and
+        the loop goes on: the soak's hour found retention meeting a full disk, and the
+        collector thread died of it while ``watch`` kept printing old findings."""
+        try:
+            step()
+        except Exception as err:
+            if self.state.last_error != f"{step.__name__}: {err}":
+                log.exception("collector step %s failed; continuing", step.__name__)
+            self.state.last_error = f"{step.__name__}: {err}"
+            self.metrics.store_errors.labels("error").inc()
+
     def _queue(self, part: str, events: list[object], source: str = "", commit=None) -> None:
         if len(self._pending) >= self.cfg.max_pending:
             self._pending.popleft()
@@ -258,5 +270,7 @@ class CollectRunner:
                 max_age_s=self.cfg.retention_max_age_s, max_bytes=self.cfg.retention_max_bytes
             )
         except StoreError as err:
+            if self.state.last_error != str(err):
+                log.error("store retention failed, will retry: %s", err)
             self.state.last_error = str(err)
         self.metrics.store_bytes.set(self.store.size_bytes())

@@ -408,6 +408,16 @@ class Store:
         file is over ``max_bytes``. Returns the rows deleted."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
+        try:
+            return self._apply_retention(max_age_s, max_bytes, now_ns)
+        except sqlite3.Error as err:  # a DELETE needs room in the WAL too: a full disk
+            if self._full(err):
+                raise StoreFullError(f"store {self.path} is full: {err}") from None
+            raise StoreError(f"retention on {self.path} failed: {err}") from None
+
+    def _apply_retention(
+        self, max_age_s: float | None, max_bytes: int | None, now_ns: int | None
+    ) -> int:
         deleted = 0
         with self._db:
             if max_age_s is not None:
