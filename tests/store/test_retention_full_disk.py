@@ -36,10 +36,7 @@ def _fill_store(path: Path) -> None:
     with Store(path) as store:
         for batch in range(4):
             store.write(
-                [
-                    ev.StubOutput(HEADER.at_ns + i, batch * 1000 + i, "x" * 500)
-                    for i in range(1000)
-                ],
+                [ev.StubOutput(HEADER.at_ns + i, batch * 1000 + i, "x" * 500) for i in range(1000)],
                 source="f",
             )
 
