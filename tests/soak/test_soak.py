@@ -449,13 +449,16 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
     # a request sent in that instant may be missing for that reason alone, and is counted.
     races = [w.race for w in soak.windows if w.lost_bytes]
     epoch = started - t_mono0
+    missing_set = set(missing)  # built once: a long run can miss thousands (quadratic before)
     lost_to_race = [
         o.request_id
         for o in delivered
-        if o.request_id in set(missing)
+        if o.request_id in missing_set
         and any(a - 1 <= o.started + epoch <= b + 1 for a, b in races)
     ]
-    missing = [m for m in missing if m not in set(lost_to_race)]
+    raced = set(lost_to_race)
+    missing = [m for m in missing if m not in raced]
+    missing_set = set(missing)
     doubled = [o.request_id for o in delivered if prepared[(o.request_id, o.model)] > 1]
 
     # -- findings against the fault windows ---------------------------------------------------
@@ -510,7 +513,7 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
         "requests_delivered": len(delivered),
         "requests_missing_from_store": len(missing),
         "missing_sent_at_s": _spans_of(
-            sorted(o.started - t_mono0 for o in delivered if o.request_id in set(missing))
+            sorted(o.started - t_mono0 for o in delivered if o.request_id in missing_set)
         ),
         "requests_stored_twice": len(doubled),
         "lost_to_copytruncate_race": {
@@ -523,7 +526,7 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
             if not o.request_id.startswith("soak-load")
         ],
         "missing_answers": Counter(
-            f"{o.status.value}: {o.error[:90]}" for o in delivered if o.request_id in set(missing)
+            f"{o.status.value}: {o.error[:90]}" for o in delivered if o.request_id in missing_set
         ).most_common(5),
         "faults_injected": Counter(w.name for w in soak.windows),
         "findings": sorted({f"{f.kind} · {f.model or '(server)'}" for f in findings}),
