@@ -117,6 +117,11 @@ class Soak:
         self.facts: dict[str, list[dict[str, object]]] = {}
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self.confirmed: dict[tuple[str, str], tuple[int, int]] = {}
+        """``(request id, model)`` → ``(times stored, its RequestPrepared at_ns)``, as seen a
+        cycle after it was sent: the store's retention may remove it before the end of a long
+        run, and the final count must tell that policy from a loss."""
+        self.ledger_checks: list[dict[str, object]] = []
 
     # -- set-up ------------------------------------------------------------------------
     def start(self) -> None:
@@ -294,6 +299,44 @@ class Soak:
         set_cold_start(self.lab.grpc_url, 0)
         w.end = time.time()
 
+    # -- the ledger ---------------------------------------------------------------------
+    def check_ledger(self, sent_before: float) -> None:
+        """Count in the store each delivered request sent before ``sent_before`` (monotonic)
+        and not confirmed yet. Done between cycles, long before the store's retention cap
+        reaches them; a request not there yet is looked for again next time."""
+        with self._lock:
+            todo = [
+                (o.request_id, o.model) for o in self.outcomes
+                if o.started < sent_before and _delivered(o)
+                and (o.request_id, o.model) not in self.confirmed
+            ]  # fmt: skip
+        t0, found = time.monotonic(), 0
+        try:
+            db = sqlite3.connect(f"file:{self.store_path}?mode=ro", uri=True, timeout=30)
+            try:
+                wanted = set(todo)
+                ids = sorted({rid for rid, _ in todo})
+                for i in range(0, len(ids), 500):
+                    chunk = ids[i : i + 500]
+                    rows = db.execute(
+                        "SELECT request_id, model, count(*), min(at_ns) FROM log_records "
+                        "WHERE kind = 'RequestPrepared' AND request_id IN "
+                        f"({','.join('?' * len(chunk))}) GROUP BY request_id, model",
+                        chunk,
+                    )
+                    for rid, model, n, at_ns in rows:
+                        if (rid, model) in wanted:  # not a BLS child that shares the id
+                            self.confirmed[(rid, model)] = (n, at_ns)
+                            found += 1
+            finally:
+                db.close()
+        except sqlite3.Error as e:  # the run goes on; the final count is then the judge
+            self.notes.append(f"ledger check skipped: {e}")
+            return
+        self.ledger_checks.append(
+            {"looked_for": len(todo), "found": found, "took_s": round(time.monotonic() - t0, 1)}
+        )
+
     # -- one cycle ---------------------------------------------------------------------
     def schedule(self, cycle: int) -> list[tuple[float, Callable[[], None]]]:
         """One cycle's faults. The collector is killed in the first cycle only, so that in a
@@ -350,6 +393,10 @@ class Soak:
         try:
             for cycle in range(self.cycles):
                 t0 = time.monotonic()
+                if cycle > 0:
+                    # the last cycle's requests, but for its final seconds: the collector
+                    # may not have read them yet (they are looked for again next cycle)
+                    self.check_ledger(sent_before=t0 - 20)
                 for at, action in self.schedule(cycle):
                     time.sleep(max(0.0, t0 + at - time.monotonic()))
                     action()
@@ -370,6 +417,11 @@ class Soak:
             time.sleep(0.5)
         time.sleep(6)  # two detection passes
         return self.collector.terminate()
+
+
+def _delivered(o: Outcome) -> bool:
+    """Whether the request reached Triton: not refused while it was restarting."""
+    return not (o.status is Status.ERROR and any(m in o.error.lower() for m in _UNDELIVERED))
 
 
 def _log_texts(run_dir: Path) -> list[bytes]:
@@ -436,15 +488,27 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
     )
     with Store(soak.store_path, readonly=True) as store:
         findings = store.findings()
+    oldest_ns = (
+        db.execute("SELECT min(at_ns) FROM log_records WHERE kind = 'RequestPrepared'").fetchone()[
+            0
+        ]
+        or 0
+    )
     otlp_spans = db.execute("SELECT count(*) FROM otlp_spans").fetchone()[0]
     trace_spans = db.execute("SELECT count(*) FROM trace_spans").fetchone()[0]
     db.close()
     sent = list(soak.outcomes)
-    delivered = [
-        o for o in sent
-        if not (o.status is Status.ERROR and any(m in o.error.lower() for m in _UNDELIVERED))
-    ]  # fmt: skip
-    missing = [o.request_id for o in delivered if prepared[(o.request_id, o.model)] == 0]
+    delivered = [o for o in sent if _delivered(o)]
+
+    # A request counted once a cycle after it was sent, and gone at the end, is one the
+    # store's size cap removed, if its line is older than the oldest line the store kept.
+    def aged_out(o: Outcome) -> bool:
+        n, at_ns = soak.confirmed.get((o.request_id, o.model), (0, 0))
+        return n == 1 and at_ns < oldest_ns
+
+    retained = [o for o in delivered if prepared[(o.request_id, o.model)] > 0 or not aged_out(o)]
+    removed_by_retention = len(delivered) - len(retained)
+    missing = [o.request_id for o in retained if prepared[(o.request_id, o.model)] == 0]
     # Lines written between copytruncate's copy and its truncate exist nowhere any more:
     # a request sent in that instant may be missing for that reason alone, and is counted.
     races = [w.race for w in soak.windows if w.lost_bytes]
@@ -459,7 +523,11 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
     raced = set(lost_to_race)
     missing = [m for m in missing if m not in raced]
     missing_set = set(missing)
-    doubled = [o.request_id for o in delivered if prepared[(o.request_id, o.model)] > 1]
+    doubled = [
+        o.request_id for o in delivered
+        if prepared[(o.request_id, o.model)] > 1
+        or soak.confirmed.get((o.request_id, o.model), (0, 0))[0] > 1
+    ]  # fmt: skip
 
     # -- findings against the fault windows ---------------------------------------------------
     def overlaps(f, w: FaultWindow) -> bool:
@@ -516,6 +584,10 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
             sorted(o.started - t_mono0 for o in delivered if o.request_id in missing_set)
         ),
         "requests_stored_twice": len(doubled),
+        "requests_counted_during_run": len(soak.confirmed),
+        "requests_removed_by_retention": removed_by_retention,
+        "store_oldest_record_at_s": round(oldest_ns / 1e9 - started, 1) if oldest_ns else None,
+        "ledger_checks": soak.ledger_checks,
         "lost_to_copytruncate_race": {
             "bytes": sum(w.lost_bytes for w in soak.windows),
             "requests": lost_to_race,
