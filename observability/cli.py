@@ -386,6 +386,17 @@ def watch(
     host: Annotated[
         str, typer.Option(help="address of /metrics and the OTLP receiver; beyond loopback warns")
     ] = "127.0.0.1",
+    evidence: Annotated[
+        float, typer.Option(min=1, help="seconds of every signal the detectors read each pass")
+    ] = 120.0,
+    lookback: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="seconds a request still open is followed back, and a finding stays active "
+            "after it was last seen (at least --evidence)",
+        ),
+    ] = 600.0,
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics."""
     from rich.markup import escape
@@ -399,12 +410,14 @@ def watch(
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to watch: give --url, --metrics-url, --log, --trace or --otlp-port")
+    if lookback < evidence:
+        raise _fail(f"--lookback ({lookback:g} s) must be at least --evidence ({evidence:g} s)")
     cfg = WatchConfig(
         collect=CollectConfig(
             store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
             otlp_port=otlp_port, metrics_port=port, host=host,
         ),
-        settings={"deadline_s": deadline},
+        settings={"deadline_s": deadline}, evidence_s=evidence, lookback_s=lookback,
     )  # fmt: skip
     try:
         watcher = Watcher(cfg)

@@ -50,6 +50,33 @@ def test_load_rejects_bad_faults_with_a_message(args: list[str], message: str) -
     assert "Traceback" not in result.output
 
 
+def test_watch_windows_are_options(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import observability.watch
+
+    seen: list[observability.watch.Watcher] = []
+
+    class Recording(observability.watch.Watcher):
+        def __init__(self, cfg: observability.watch.WatchConfig) -> None:
+            super().__init__(cfg)
+            seen.append(self)
+
+    monkeypatch.setattr(observability.watch, "Watcher", Recording)
+    log = tmp_path / "triton.log"
+    log.write_text("")
+    base = ["watch", "--store", str(tmp_path / "s.db"), "--log", str(log), "--port", "0"]
+    result = runner.invoke(
+        app, [*base, "--duration", "0.5", "--evidence", "30", "--lookback", "90"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (seen[0].cfg.evidence_s, seen[0].cfg.lookback_s) == (30, 90)
+    assert (seen[0].live.evidence_ns, seen[0].live.lookback_ns) == (30e9, 90e9)
+
+    result = runner.invoke(app, [*base, "--evidence", "300", "--lookback", "60"])
+    assert result.exit_code == 2
+    assert "--lookback (60 s) must be at least --evidence (300 s)" in result.output
+    assert len(seen) == 1
+
+
 def test_load_against_a_server_that_is_not_there() -> None:
     result = runner.invoke(
         app, ["load", "--url", "127.0.0.1:9", "--requests", "3", "--timeout", "1", "--json"]
