@@ -6,6 +6,8 @@ Registered as a pytest plugin by the package, so a user's own test suite can ask
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run the soak test (-m soak) for this many minutes: its fault cycle repeated",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (``timeout``, a CI runner cancelling a job) stops a session like Ctrl-C does.
+
+    By default SIGTERM ends the interpreter where it stands: no fixture teardown, no
+    ``finally``, so each Triton the session started (and its python stubs) is left running
+    with its ports held. As a KeyboardInterrupt, pytest tears everything down first. A
+    handler someone else installed is left alone."""
+    if threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session")
