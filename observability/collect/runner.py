@@ -86,8 +86,8 @@ class CollectRunner:
         self._lines_seen = 0
         self._skipped_seen: dict[str, int] = {}
         self.on_stored: Callable[[str, list[object]], None] | None = None
-        self._subscriber_failed = False
         """Told of each batch once it is in the store (``watch`` feeds its live window)."""
+        self._subscriber_failed = False
         if cfg.metrics_url:
             self._scrapers.append(MetricsCollector(cfg.metrics_url))
         if cfg.url:

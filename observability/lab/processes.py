@@ -7,10 +7,13 @@ unique to one run folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 from pathlib import Path
 
-__all__ = ["pid_alive", "processes_mentioning"]
+__all__ = ["pid_alive", "processes_mentioning", "stop_group"]
 
 
 def processes_mentioning(needle: str) -> dict[int, str]:
@@ -40,3 +43,20 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def stop_group(proc: subprocess.Popen, timeout_s: float = 20) -> None:
+    """Stop a process started in a session of its own, with everything it started.
+
+    SIGTERM to the whole group lets a CLI stop its children (streamlit, a collector) its
+    own way; what is still there after ``timeout_s`` is SIGKILLed."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -11,10 +11,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from websockets.sync.client import ClientConnection, connect
+
+from observability.lab.processes import stop_group
 
 __all__ = ["CHROMIUM", "app_server", "capture"]
 
@@ -93,12 +93,7 @@ def app_server(store: Path, log: Path | None, server_log: Path) -> Iterator[str]
             time.sleep(0.5)
         yield url
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_group(server, 20)
 
 
 def capture(url: str, marker: str, png: Path, profile: Path, timeout_s: float = 90.0) -> str:

@@ -13,7 +13,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import string
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import numpy as np
 import pytest
 
 from observability.lab import TritonLab, demo_repository
+from observability.lab.processes import stop_group
 
 DEMO_MODELS = ("router", "preprocess", "classifier", "detector", "pipeline", "generate", "decoder")
 ALPHABET = string.ascii_uppercase + string.digits
@@ -247,13 +247,7 @@ def security_run(lab_factory, tmp_path_factory: pytest.TempPathFactory) -> Itera
             if source.exists():
                 copies.append(shutil.copy(source, root / f"copy-{store.name}{suffix}"))
     finally:
-        if collect.poll() is None:
-            os.killpg(collect.pid, signal.SIGTERM)
-            try:
-                collect.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(collect.pid, signal.SIGKILL)
-                collect.wait()
+        stop_group(collect, 30)
         proxy.shutdown()
         proxy.server_close()
     assert collect.returncode == 0, err.read_text()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from observability.lab.processes import stop_group
 from observability.store import Store
 from tests.security.sockets import Listener, listeners
 
@@ -76,13 +76,7 @@ def serving(
         yield running
     finally:
         # Our own process group: the CLI and the streamlit child it started, nothing else.
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc, 20)
         running.stdout, running.stderr = out.read_text(), err.read_text()
 
 
