@@ -6,6 +6,7 @@ import contextlib
 import json
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -89,26 +90,26 @@ def lab(
     except LabError as err:
         raise _fail(str(err)) from None
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    console.print(f"[green]Triton {server.triton_version} ready[/] (pid {server.pid})")
-    console.print(f"  HTTP     {server.http_url}")
-    console.print(f"  gRPC     {server.grpc_url}")
-    console.print(f"  metrics  {server.metrics_url}")
-    console.print(f"  log      {server.log_path}")
-    console.print(f"  run.json {server.run_json_path}")
-    console.print("Ctrl-C stops it.")
-    try:
-        while not stop.wait(1.0):
-            if not server.is_running():
-                err_console.print("[red]tritonserver exited[/]; last log lines:")
-                for line in server.log_tail(15):
-                    err_console.print(line, markup=False, highlight=False)
-                raise typer.Exit(1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        with console.status("stopping tritonserver…"):
-            server.stop()
+    with _sigterm_calls(stop.set):
+        console.print(f"[green]Triton {server.triton_version} ready[/] (pid {server.pid})")
+        console.print(f"  HTTP     {server.http_url}")
+        console.print(f"  gRPC     {server.grpc_url}")
+        console.print(f"  metrics  {server.metrics_url}")
+        console.print(f"  log      {server.log_path}")
+        console.print(f"  run.json {server.run_json_path}")
+        console.print("Ctrl-C stops it.")
+        try:
+            while not stop.wait(1.0):
+                if not server.is_running():
+                    err_console.print("[red]tritonserver exited[/]; last log lines:")
+                    for line in server.log_tail(15):
+                        err_console.print(line, markup=False, highlight=False)
+                    raise typer.Exit(1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            with console.status("stopping tritonserver…"):
+                server.stop()
     console.print("stopped; nothing left running.")
 
 
@@ -313,28 +314,28 @@ def collect(
         runner = CollectRunner(cfg)
     except StoreError as err:
         raise _fail(str(err)) from None
-    signal.signal(signal.SIGTERM, lambda *_: runner.stop())
-    try:
-        runner.start_servers()
-    except OSError as err:
-        runner.close()
-        raise _fail(f"cannot listen: {err}") from None
-    shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
-    if not is_loopback(host) and (port is not None or otlp_port is not None):
-        err_console.print(
-            f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
-            "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
-            highlight=False, soft_wrap=True,
-        )  # fmt: skip
-    if runner.metrics_port:
-        console.print(f"own metrics  http://{shown}:{runner.metrics_port}/metrics")
-    if runner.otlp_url:
-        console.print(f"OTLP/HTTP    {runner.otlp_url}/v1/traces")
-    console.print(f"collecting into {store}; Ctrl-C stops")
-    with contextlib.suppress(KeyboardInterrupt):
-        runner.run(duration_s=duration)
-    stored = ", ".join(f"{n} {k}" for k, n in sorted(runner.state.stored.items())) or "nothing"
-    console.print(f"stored {stored}")
+    with _sigterm_calls(runner.stop):
+        try:
+            runner.start_servers()
+        except OSError as err:
+            runner.close()
+            raise _fail(f"cannot listen: {err}") from None
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
+        if not is_loopback(host) and (port is not None or otlp_port is not None):
+            err_console.print(
+                f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
+                "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
+                highlight=False, soft_wrap=True,
+            )  # fmt: skip
+        if runner.metrics_port:
+            console.print(f"own metrics  http://{shown}:{runner.metrics_port}/metrics")
+        if runner.otlp_url:
+            console.print(f"OTLP/HTTP    {runner.otlp_url}/v1/traces")
+        console.print(f"collecting into {store}; Ctrl-C stops")
+        with contextlib.suppress(KeyboardInterrupt):
+            runner.run(duration_s=duration)
+        stored = ", ".join(f"{n} {k}" for k, n in sorted(runner.state.stored.items())) or "nothing"
+        console.print(f"stored {stored}")
 
 
 @app.command()
@@ -424,16 +425,6 @@ def watch(
         watcher.runner.start_servers()
     except (StoreError, OSError) as err:
         raise _fail(str(err)) from None
-    signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
-    shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
-    if not is_loopback(host):
-        err_console.print(
-            f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
-            "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
-            highlight=False, soft_wrap=True,
-        )  # fmt: skip
-    console.print(f"metrics  http://{shown}:{watcher.runner.metrics_port}/metrics")
-    console.print(f"watching; findings go to {store}; Ctrl-C stops")
 
     def safe(text: str | None) -> str:
         # Findings quote the log (request ids, exception text): neither Rich markup nor a
@@ -453,9 +444,31 @@ def watch(
             )
         )
 
-    with contextlib.suppress(KeyboardInterrupt):
-        watcher.run(duration_s=duration, on_new=show, on_error=lambda e: err_console.print(e))
-    console.print(f"{len(watcher.known)} findings active at exit")
+    with _sigterm_calls(watcher.stop):
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
+        if not is_loopback(host):
+            err_console.print(
+                f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
+                "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
+                highlight=False, soft_wrap=True,
+            )  # fmt: skip
+        console.print(f"metrics  http://{shown}:{watcher.runner.metrics_port}/metrics")
+        console.print(f"watching; findings go to {store}; Ctrl-C stops")
+
+        with contextlib.suppress(KeyboardInterrupt):
+            watcher.run(duration_s=duration, on_new=show, on_error=lambda e: err_console.print(e))
+        console.print(f"{len(watcher.known)} findings active at exit")
+
+
+@contextlib.contextmanager
+def _sigterm_calls(action: Callable[[], object]) -> Iterator[None]:
+    """SIGTERM stops a long command as Ctrl-C does. The handler it replaced comes back after,
+    so a command run in-process (CliRunner, a notebook) leaves the process as it found it."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: action())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _mount_dashboards() -> None:

@@ -50,7 +50,9 @@ def test_load_rejects_bad_faults_with_a_message(args: list[str], message: str) -
     assert "Traceback" not in result.output
 
 
-def test_watch_windows_are_options(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_watch_windows_are_options_and_sigterm_is_given_back(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import observability.watch
 
     seen: list[observability.watch.Watcher] = []
@@ -64,10 +66,13 @@ def test_watch_windows_are_options(tmp_path, monkeypatch: pytest.MonkeyPatch) ->
     log = tmp_path / "triton.log"
     log.write_text("")
     base = ["watch", "--store", str(tmp_path / "s.db"), "--log", str(log), "--port", "0"]
+    before = signal.getsignal(signal.SIGTERM)
     result = runner.invoke(
         app, [*base, "--duration", "0.5", "--evidence", "30", "--lookback", "90"]
     )
     assert result.exit_code == 0, result.output
+    # run in-process, watch gives SIGTERM back as it found it (pytest's own handler here)
+    assert signal.getsignal(signal.SIGTERM) is before
     assert (seen[0].cfg.evidence_s, seen[0].cfg.lookback_s) == (30, 90)
     assert (seen[0].live.evidence_ns, seen[0].live.lookback_ns) == (30e9, 90e9)
 
