@@ -5,15 +5,16 @@ as a file is deleted, so the identity is ``(dev, inode)`` plus a fingerprint of 
 first bytes: a file renamed keeps its identity, a file truncated and rewritten in place
 (copytruncate) or a new file on a recycled inode gets a new one.
 
-The fingerprint covers the first line, at most ``FINGERPRINT_BYTES`` bytes of it: the
-span ends at the first ``\\n`` or after ``FINGERPRINT_BYTES`` bytes, whichever comes first.
+The fingerprint covers the first line that is not blank (with the blank ones before it),
+at most ``FINGERPRINT_BYTES`` bytes: the span ends at the ``\\n`` that ends that line or
+after ``FINGERPRINT_BYTES`` bytes, whichever comes first.
 Why not always the first 256 bytes: the identity is half of the store's dedup key
 ``(identity, offset)``, so it must be final *before the first line is emitted* and never
 change afterwards. A Triton log's first line is often shorter than 256 bytes and may be
 the only line for a while; waiting for 256 bytes would hold it back, and hashing "what
 there is so far" would give the same line a different key after a restart. Any emitted
 line implies the first line is complete (or that the file has 256 bytes), so the span is
-always complete by then.
+always complete by then; blank lines before it are held back until it is (``FileReader``).
 
 Until the span is complete (a file that is empty or holds only part of its first line)
 the identity is *provisional*: it hashes the bytes there are and is only used to recognise
@@ -60,7 +61,12 @@ class FileIdentity:
 
 
 def _span(head: bytes) -> tuple[bytes, bool]:
-    nl = head.find(b"\n", 0, FINGERPRINT_BYTES)
+    # Leading blank lines are part of the span but do not end it: a writer that split a line
+    # across a rotation starts the next file with that line's "\n", and a span of "\n"
+    # alone is the same for every such file (the hour-long soak saw it: a recycled inode
+    # gave two files one identity, and a copytruncate drained an older copy).
+    first = len(head) - len(head.lstrip(b"\r\n"))
+    nl = head.find(b"\n", first, FINGERPRINT_BYTES)
     if nl >= 0:
         return head[: nl + 1], True
     if len(head) >= FINGERPRINT_BYTES:

@@ -99,7 +99,10 @@ class FileReader:
                 self.identity = head_identity(self.dev, self.inode, self._head)
             self.pos += len(chunk)
             res.nbytes += len(chunk)
-            self._feed(chunk, res)
+            if self.identity.complete:
+                self._feed(chunk, res)
+            else:  # blank lines ahead of the first one: they wait for the final identity
+                self.buf += chunk
         return res
 
     def _feed(self, chunk: bytes, res: ReadResult) -> None:

@@ -37,6 +37,20 @@ def test_short_head_is_provisional(tmp_path: Path) -> None:
     assert not _ident(p, b"").complete
 
 
+def test_leading_blank_lines_do_not_end_the_span(tmp_path: Path) -> None:
+    """A writer that split a line across a rotation starts the next file with its "\\n"
+    (the lab's log pipe does): a span of that "\\n" alone was the same for every such file,
+    and with a recycled inode two files had one identity (found by the hour-long soak)."""
+    p = tmp_path / "a.log"
+    p.write_bytes(b"\nI1122 13:15:47.121194 first\nsecond\n")
+    ident = _ident(p, p.read_bytes())
+    assert ident.complete and ident.fingerprint_len == len(b"\nI1122 13:15:47.121194 first\n")
+    other = _ident(p, b"\nI1122 13:06:27.122074 first\n")
+    assert other.complete and other.fingerprint != ident.fingerprint
+    assert not _ident(p, b"\n").complete and not _ident(p, b"\r\n\n").complete
+    assert _ident(p, b"\n" * FINGERPRINT_BYTES).complete  # the cap still holds
+
+
 def test_matches_follows_rename_not_rewrite(tmp_path: Path) -> None:
     p = tmp_path / "a.log"
     p.write_bytes(b"hello\n")

@@ -391,6 +391,44 @@ def test_a_copy_with_other_content_is_not_taken(log: Path, ckpt: Path) -> None:
     assert t.stats().copies_drained == 0
 
 
+def test_a_leading_blank_line_waits_for_the_first_line(log: Path, ckpt: Path) -> None:
+    """No line is emitted before its file's identity is final, blank ones included."""
+    append(log, b"\n")
+    t = tailer(log, ckpt)
+    assert t.poll() == []
+    append(log, b"first\nsecond\n")
+    lines = t.poll()
+    assert data(lines) == [b"\n", b"first\n", b"second\n"]
+    assert {ln.file for ln in lines} == {lines[0].file}
+    assert lines[0].file.complete and lines[0].file.fingerprint_len == 7
+
+
+def test_copytruncate_never_drains_an_older_copy_that_starts_alike(log: Path, ckpt: Path) -> None:
+    """Found by the hour-long soak: files that began with a blank line all had the same
+    fingerprint, so copytruncate drained an older copy beside the log (its lines stored a
+    second time) instead of the new one (whose last lines were lost)."""
+    older = b"\nI1122 13:06:27.122074 older\n" + b"".join(b"older %d\n" % i for i in range(300))
+    log.with_name("triton.log.c19ct").write_bytes(older)
+    append(log, b"\nI1122 13:15:47.121194 newer\n")
+    append(log, b"".join(b"newer %d\n" % i for i in range(100)))
+    t = tailer(log, ckpt, max_bytes_per_poll=64)  # lagging: far from the end
+    lines = t.poll()
+    log.with_name("triton.log.c23ct").write_bytes(log.read_bytes())  # logrotate's copy
+    os.truncate(log, 0)
+    append(log, b"after\n")
+    for _ in range(300):
+        got = t.poll()
+        lines += got
+        if not got and lines[-1].data == b"after\n":
+            break
+    assert not [ln for ln in lines if b"older" in ln.data]
+    assert data([ln for ln in lines if b"newer" in ln.data]) == [
+        b"I1122 13:15:47.121194 newer\n",
+        *(b"newer %d\n" % i for i in range(100)),
+    ]
+    assert t.stats().copies_drained == 1
+
+
 def test_lag_counts_a_rotated_file_still_draining(log: Path, ckpt: Path) -> None:
     append(log, b"first line\n" + b"x" * 99 + b"\n")
     t = tailer(log, ckpt, max_bytes_per_poll=11)
