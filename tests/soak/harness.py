@@ -133,8 +133,9 @@ class RssSampler:
                 continue
             with contextlib.suppress(OSError, ValueError):
                 status = Path(f"/proc/{pid}/status").read_text()
-                kb = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-                self.samples.append((time.monotonic() - self._t0, inc, kb / 1024))
+                found = re.search(r"VmRSS:\s+(\d+)", status)
+                if found:  # an exiting process has no VmRSS line any more
+                    self.samples.append((time.monotonic() - self._t0, inc, int(found[1]) / 1024))
 
 
 class DiskFiller:
