@@ -84,8 +84,12 @@ def triton_lab(lab_factory: LabFactory) -> TritonLab:
     )
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if any lab process outlived the session."""
+    """Fail the run if any lab process outlived the session.
+
+    Last, after pytest's own sessionfinish: an interrupted session (Ctrl-C, SIGTERM) tears
+    its fixtures down there, and only what outlives that is left behind."""
     leftovers = {pid: cmd for lab in _STARTED for pid, cmd in lab.lab_processes().items()}
     if leftovers:
         for lab in _STARTED:
