@@ -6,6 +6,7 @@ tritonserver and python stubs kept running with their ports held until killed on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -63,9 +64,7 @@ def test_sigterm_tears_the_lab_down(tmp_path: Path) -> None:
             proc.wait()
     left = processes_mentioning(backend_dir)
     for pid in left:  # do not leave them to the next test either way
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     assert not left, f"left running after SIGTERM: {left}\n{output[-2000:]}"
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, output[-2000:]
