@@ -193,7 +193,8 @@ def _victims(
     output; among several such, the one whose child was released last (a request hung on
     another child, whose children finished seconds earlier, is not a candidate). A
     swallowed task is reported when it is collected, as its request answers an error: the
-    first request released with no output within the gap after it. Without either, the only
+    first request released with no output within the gap after it (or, on a loaded machine,
+    just before it: see ``_task_lag``). Without either, the only
     request of the model that executed around the traceback with no
     response output (an error response, or none yet) is taken. A sweep over both in time order
     keeps the cost linear in the log.
@@ -229,12 +230,10 @@ def _victims(
         marks: dict[int, int] = {}
         for c in candidates:
             if tb.kind == "task":
-                if (
-                    not c.outputs
-                    and c.released_ns is not None
-                    and tb.at_ns <= c.released_ns <= tb.at_ns + _CALLBACK_GAP_NS
-                ):
-                    marks[id(c)] = -c.released_ns
+                if not c.outputs and c.released_ns is not None:
+                    lag = _task_lag(tb.at_ns, c.released_ns)
+                    if lag is not None:
+                        marks[id(c)] = -lag
                 continue
             if c.released_ns is not None and c.released_ns < tb.at_ns:
                 continue  # answered before the callback ran: not the request it broke
@@ -248,16 +247,16 @@ def _victims(
         if tb.kind == "task" and marks:
             # Outputs are joined to releases by order; two releases in the same instant may
             # have swapped theirs, so a neighbour of a silent release is a suspect too.
-            silent = [-m for m in marks.values()]
+            silent = [c.released_ns or 0 for c in candidates if id(c) in marks]
             for c in candidates:
                 r = c.released_ns
                 if (
                     id(c) not in marks
                     and r is not None
-                    and tb.at_ns <= r
+                    and (lag := _task_lag(tb.at_ns, r)) is not None
                     and any(abs(r - t) < _TIE_NS for t in silent)
                 ):
-                    marks[id(c)] = -r
+                    marks[id(c)] = -lag
         victim: Lifecycle | None = None
         # A broken request answers without outputs (or not at all); its busy neighbours,
         # whose children happened to answer in the same half second, answer with outputs.
@@ -279,6 +278,18 @@ def _victims(
             used.add(id(victim))
             out[b] = victim
     return out
+
+
+def _task_lag(tb_ns: int, released_ns: int) -> int | None:
+    """How far a release is from a swallowed task's traceback, releases after it first; None
+    beyond the gap. The stub's text carries no time of its own (it takes the time of the
+    Triton line before it) and reaches the log through another pipe, so on a loaded machine
+    the request's release can be written before the traceback that explains it."""
+    if tb_ns <= released_ns <= tb_ns + _CALLBACK_GAP_NS:
+        return released_ns - tb_ns
+    if tb_ns - _CALLBACK_GAP_NS <= released_ns < tb_ns:
+        return _CALLBACK_GAP_NS + tb_ns - released_ns
+    return None
 
 
 def _still_waiting(

@@ -16,7 +16,11 @@ once, in one pass (linear in the log), so every detector reads the same answer:
 * A response output is joined to the lifecycle released next among those executing when it
   was written, one output per name per release: a python model sends its response inside
   ``execute`` and Triton releases the request right after, and a batch of N requests writes N
-  outputs of the same name before its N releases. (Joining to "the preceding executing line
+  outputs of the same name before its N releases. Once a model has answered
+  ``_LEARN_RESPONSES`` times, it claims only the output names it returned in at least half
+  of its responses: on a loaded machine another model's release can fall between an output
+  and its own release, and would otherwise take it (about 1 in 100 outputs in the recorded
+  demo runs, more on a busier machine). (Joining to "the preceding executing line
   of the same pid" does not work: 2.51 prints the process id, the same on every line.)
 * BLS parentage comes from ids: ``a.b.c`` is a child of the longest prefix ``a.b`` or ``a``
   that is itself a request in the window.
@@ -39,6 +43,10 @@ __all__ = ["Lifecycle", "Requests", "log_ref", "requests_of"]
 _MAX_UNCLAIMED_OUTPUTS = 512
 """Response outputs waiting for a release; older ones are dropped (their request was never
 released in the window, e.g. a decoupled sender), which keeps each release's scan bounded."""
+
+
+_LEARN_RESPONSES = 8
+"""Responses with outputs after which a model's usual output names are trusted."""
 
 
 def log_ref(offset: int) -> str:
@@ -156,6 +164,7 @@ def build(records: Iterable[object]) -> Requests:
     awaiting_instance: dict[str, list[Lifecycle]] = {}
     instances: dict[str, set[str]] = {}
     unclaimed: deque[ev.ResponseOutput] = deque(maxlen=_MAX_UNCLAIMED_OUTPUTS)
+    names = _OutputNames()
 
     def new(rid: str) -> Lifecycle:
         cycle = Lifecycle(rid)
@@ -193,7 +202,8 @@ def build(records: Iterable[object]) -> Requests:
                     waiting = queued.get(rid)
                     cycle = waiting.pop() if waiting else new(rid)
                 cycle.released_ns, cycle.released_offset = at, rec.header.offset
-                _claim(cycle, unclaimed)
+                _claim(cycle, unclaimed, names.usual(cycle.model))
+                names.learn(cycle)
         elif isinstance(rec, ev.RequestPrepared):
             if rec.request_id:
                 cycle = new(rec.request_id)
@@ -209,15 +219,53 @@ def build(records: Iterable[object]) -> Requests:
     return Requests(lifecycles, by_id, instances)
 
 
-def _claim(cycle: Lifecycle, unclaimed: deque[ev.ResponseOutput]) -> None:
+class _OutputNames:
+    """Which output names each model usually returns, learned from the join as it goes."""
+
+    def __init__(self) -> None:
+        self._responses: dict[str, int] = {}
+        self._counts: dict[str, dict[str, int]] = {}
+        self._usual: dict[str, frozenset[str] | None] = {}
+
+    def usual(self, model: str) -> frozenset[str] | None:
+        """Names in at least half of the model's responses; None while still learning."""
+        if model not in self._usual:
+            n = self._responses.get(model, 0)
+            counts = self._counts.get(model, {})
+            self._usual[model] = (
+                frozenset(k for k, c in counts.items() if 2 * c >= n)
+                if n >= _LEARN_RESPONSES
+                else None
+            )
+        return self._usual[model]
+
+    def learn(self, cycle: Lifecycle) -> None:
+        if not cycle.outputs or not cycle.model:
+            return
+        m = cycle.model
+        self._responses[m] = self._responses.get(m, 0) + 1
+        counts = self._counts.setdefault(m, {})
+        for name in {o.output for o in cycle.outputs}:
+            counts[name] = counts.get(name, 0) + 1
+        self._usual.pop(m, None)
+
+
+def _claim(
+    cycle: Lifecycle, unclaimed: deque[ev.ResponseOutput], usual: frozenset[str] | None = None
+) -> None:
     """Give a released lifecycle the earliest unclaimed output of each name written while it
-    executed; outputs written before it started belong to someone else and stay."""
+    executed; outputs written before it started belong to someone else and stay, and so do
+    names its model does not usually return (``usual``, None while unknown)."""
     start = cycle.executing_ns
     if start is None or not unclaimed:
         return
     taken: dict[str, int] = {}
     for i, out in enumerate(unclaimed):
-        if out.header.at_ns >= start and out.output not in taken:
+        if (
+            out.header.at_ns >= start
+            and out.output not in taken
+            and (usual is None or out.output in usual)
+        ):
             taken[out.output] = i
     if not taken:
         return

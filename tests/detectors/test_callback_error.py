@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.callback_error import CallbackErrorDetector, tracebacks
 from observability.findings import Severity
@@ -42,3 +43,78 @@ def test_traceback_blocks_take_the_model_from_the_innermost_model_file(faulty: W
 
 def test_healthy_twin_has_no_callback_error(healthy: Window) -> None:
     assert CallbackErrorDetector().detect(healthy) == []
+
+
+S = 1_000_000_000
+TASK_TRACEBACK = (
+    "Task exception was never retrieved",
+    "future: <Task finished name='Task-9' coro=<TritonPythonModel._work() done, defined at "
+    "/models/router/1/model.py:40> exception=KeyError('LOGITS')>",
+    "Traceback (most recent call last):",
+    '  File "/models/router/1/model.py", line 52, in _work',
+    "KeyError: 'LOGITS'",
+)
+
+
+def _router_window(
+    released_at: dict[str, int], traceback_at: int, other_model_at: int | None = None
+) -> Window:
+    """Router requests, each executing for 0.3 s and released without outputs at the given
+    times (ns), one more that hangs (executing since 90 s, never released), and a swallowed
+    task's traceback written after the last Triton line at or before ``traceback_at`` (stub
+    text borrows that line's time); ``other_model_at`` adds a line of another model."""
+    records: list[tuple[int, type, tuple[object, ...]]] = []
+    if other_model_at is not None:
+        records.append((other_model_at, ev.RequestPrepared, ("x-0", "preprocess", 1, 0, 0)))
+    for rid, rel in {**released_at, "hang-0": 90 * S + 300_000_000}.items():
+        records += [
+            (rel - 300_000_000, ev.RequestPrepared, (rid, "router", 1, 0, 0)),
+            (rel - 299_000_000, ev.RequestStateChange, (rid, "INITIALIZED", "PENDING")),
+            (rel - 298_000_000, ev.RequestStateChange, (rid, "PENDING", "EXECUTING")),
+            (rel - 297_000_000, ev.InstanceExecuting, ("router", "router_0_0", 1)),
+        ]
+        if rid != "hang-0":
+            records.append((rel, ev.RequestStateChange, (rid, "EXECUTING", "RELEASED")))
+    records.append((traceback_at, ev.StubOutput, ()))
+    records.sort(key=lambda r: (r[0], r[1] is ev.StubOutput))
+    events: list[object] = []
+    last = 0
+    for at, cls, args in records:
+        if cls is ev.StubOutput:
+            events += [
+                ev.StubOutput(last, len(events) + i, t) for i, t in enumerate(TASK_TRACEBACK)
+            ]
+            continue
+        last = at
+        events.append(cls(ev.LogRecord(at, ev.LogLevel.INFO, "x.cc", 1, len(events)), *args))
+    return Window(0, max(released_at.values()) + S, events=events)
+
+
+def test_a_task_whose_request_was_released_just_before_its_traceback_is_named() -> None:
+    """On a loaded machine the stub's traceback can reach the log after the release it
+    explains and another line (CI, 2026-11-22: with a hung request of the same model open,
+    the task finding named nobody)."""
+    window = _router_window(
+        {"quiet-0": 100 * S, "broken-0": 110 * S},
+        traceback_at=110 * S + 50_000_000,
+        other_model_at=110 * S + 50_000_000,
+    )
+    (f,) = CallbackErrorDetector().detect(window)
+    assert (f.model, f.request_id, f.severity) == ("router", "broken-0", Severity.CRITICAL)
+
+
+def test_a_release_after_the_task_traceback_is_preferred_to_one_before() -> None:
+    window = _router_window(
+        {"before-0": 110 * S - 300_000_000, "after-0": 110 * S + 100_000_000},
+        traceback_at=110 * S,
+    )
+    (f,) = CallbackErrorDetector().detect(window)
+    assert f.request_id == "after-0"
+
+
+def test_a_task_with_no_release_within_the_gap_names_nobody() -> None:
+    window = _router_window(
+        {"a-0": 100 * S, "b-0": 102 * S}, traceback_at=101 * S, other_model_at=101 * S
+    )
+    (f,) = CallbackErrorDetector().detect(window)
+    assert (f.request_id, f.severity) == (None, Severity.WARNING)
