@@ -113,7 +113,10 @@ def all_busy_stretches(
             if stretch is not None:
                 stretch[2] += 1
                 stretch[1] = at
-                stretch[4] = max(stretch[4], at - started.get(rec.instance, at))
+                # Every instance busy until now, the releasing one and any still held (a hung
+                # request holds its instance through every stretch until it is released).
+                for instance in busy[model]:
+                    stretch[4] = max(stretch[4], at - started.get(instance, at))
                 done[model] = open_.pop(model)
             busy[model].discard(rec.instance)
     for model, stretch in open_.items():

@@ -14,9 +14,10 @@ once, in one pass (linear in the log), so every detector reads the same answer:
 * Requests without an id (``<id_unknown>``, logged as ``""``) cannot be told apart and are
   left out; set request ids (the demo derives ``<parent>.<child>`` ids for BLS children).
 * A response output is joined to the lifecycle released next among those executing when it
-  was written, one output per name per release: a python model sends its response inside
-  ``execute`` and Triton releases the request right after, and a batch of N requests writes N
-  outputs of the same name before its N releases. Once a model has answered
+  was written, one output per name per release, the newest first: a python model sends its
+  response inside ``execute`` and Triton releases the request right after, and a batch of N
+  requests writes N outputs of the same name before its N releases (within a batch the
+  pairing is not known). Once a model has answered
   ``_LEARN_RESPONSES`` times, it claims only the output names it returned in at least half
   of its responses: on a loaded machine another model's release can fall between an output
   and its own release, and would otherwise take it (about 1 in 100 outputs in the recorded
@@ -44,6 +45,11 @@ _MAX_UNCLAIMED_OUTPUTS = 512
 """Response outputs waiting for a release; older ones are dropped (their request was never
 released in the window, e.g. a decoupled sender), which keeps each release's scan bounded."""
 
+
+_OUTPUT_TO_RELEASE_NS = 250_000_000
+"""How long before its release a request's output may have been written: a python model
+releases within a millisecond of its response, an instance thread starved on a loaded
+machine within tens of milliseconds."""
 
 _LEARN_RESPONSES = 8
 """Responses with outputs after which a model's usual output names are trusted."""
@@ -197,7 +203,7 @@ def build(records: Iterable[object]) -> Requests:
             elif to == "RELEASED":
                 stack = executing.get(rid)
                 if stack:
-                    cycle = stack.pop()
+                    cycle = stack.pop(_releasing(stack, at, unclaimed, names))
                 else:  # released from the queue (cancelled), or started before the window
                     waiting = queued.get(rid)
                     cycle = waiting.pop() if waiting else new(rid)
@@ -250,25 +256,53 @@ class _OutputNames:
         self._usual.pop(m, None)
 
 
+def _releasing(
+    stack: list[Lifecycle], at: int, unclaimed: deque[ev.ResponseOutput], names: _OutputNames
+) -> int:
+    """Which of one id's executing lifecycles a release ends: the newest (a step is released
+    before its ensemble) unless an older one's model usually returns an output just written
+    and the newer ones' models do not (an ensemble's steps overlap: its classifier step can
+    start before its preprocess step's release is logged)."""
+    top = len(stack) - 1
+    if top == 0 or not unclaimed:
+        return top
+    for i in range(top, -1, -1):
+        usual = names.usual(stack[i].model)
+        if usual is None:
+            return top
+        oldest = max(stack[i].executing_ns or 0, at - _OUTPUT_TO_RELEASE_NS)
+        for j in range(len(unclaimed) - 1, -1, -1):
+            out = unclaimed[j]
+            if out.header.at_ns < oldest:
+                break
+            if out.output in usual:
+                return i
+    return top
+
+
 def _claim(
     cycle: Lifecycle, unclaimed: deque[ev.ResponseOutput], usual: frozenset[str] | None = None
 ) -> None:
-    """Give a released lifecycle the earliest unclaimed output of each name written while it
-    executed; outputs written before it started belong to someone else and stay, and so do
-    names its model does not usually return (``usual``, None while unknown)."""
+    """Give a released lifecycle the newest unclaimed output of each name written while it
+    executed and at most ``_OUTPUT_TO_RELEASE_NS`` before its release; names its model does
+    not usually return (``usual``, None while unknown) stay for others.
+
+    Newest, not oldest: a python model writes its outputs just before its release, while an
+    output left over by an earlier mistake is old; taking the oldest passed such a leftover
+    from request to request (each took its predecessor's output, seen in a recorded run),
+    and an error response with no output of its own then took one too."""
     start = cycle.executing_ns
-    if start is None or not unclaimed:
+    end = cycle.released_ns
+    if start is None or end is None or not unclaimed:
         return
+    oldest = max(start, end - _OUTPUT_TO_RELEASE_NS)
     taken: dict[str, int] = {}
-    for i, out in enumerate(unclaimed):
-        if (
-            out.header.at_ns >= start
-            and out.output not in taken
-            and (usual is None or out.output in usual)
-        ):
+    for i in range(len(unclaimed) - 1, -1, -1):
+        out = unclaimed[i]
+        if out.header.at_ns < oldest:
+            break  # written in log order: the rest are older still
+        if out.output not in taken and (usual is None or out.output in usual):
             taken[out.output] = i
-    if not taken:
-        return
     for i in sorted(taken.values(), reverse=True):
         cycle.outputs.append(unclaimed[i])
         del unclaimed[i]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dashboards.app.data.findings import finding_id, load_findings
 from observability.store import Store
 from tests.app.conftest import AppStore
@@ -41,7 +43,10 @@ def test_finding_shows_exact_log_lines_chart_and_links(monkeypatch, faulty_store
     shown = texts(at)
     assert f"[request id: {HUNG}] Setting state from PENDING to EXECUTING" in shown
     code = "\n".join(c.value for c in at.code)
-    assert "I1122 " in code, "the exact log line, with its glog header, read from the log"
+    # The glog header of the recorded line ("I1123 21:11:55.789665 4980 ..."), whatever the day.
+    assert re.search(r"^I\d{4} \d\d:\d\d:\d\d\.\d{6} ", code, re.M), (
+        "the exact log line, read from the log"
+    )
     assert "bls_call_hung" in shown, "the related hung BLS call finding"
     assert at.get("plotly_chart"), "metric values around the finding"
     at.button(key="to_timeline").click().run()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from observability import events as ev
 from observability.detectors import Window
-from observability.detectors.instance_saturation import InstanceSaturation
+from observability.detectors.instance_saturation import InstanceSaturation, all_busy_stretches
 from observability.findings import Severity
 
 
@@ -40,3 +41,22 @@ def test_all_five_detectors_find_nothing_on_the_healthy_twin(healthy: Window) ->
     ]
     findings = [f for d in detectors for f in d.detect(healthy)]  # run_detectors hides errors
     assert [f.to_dict() for f in findings if f.severity.rank >= Severity.WARNING.rank] == []
+
+
+def test_an_instance_held_by_a_hung_request_counts_as_one_long_execution() -> None:
+    """Two instances: one hung from the start, the other busy with short executions. The
+    model is all busy, but because one request holds an instance (hung_request's finding),
+    not because work flows too slowly (a stray warning in a recorded run, 2026-11-23)."""
+    s = 1_000_000_000
+    records: list[object] = []
+
+    def log(at: int, cls: type, *args: object) -> None:
+        records.append(cls(ev.LogRecord(at, ev.LogLevel.INFO, "x.cc", 1, len(records)), *args))
+
+    log(0, ev.InstanceExecuting, "detector", "detector_0_0", 1)
+    for i in range(100):
+        log(s + i * s // 10, ev.InstanceExecuting, "detector", "detector_0_1", 1)
+        log(s + (i + 1) * s // 10 - 1_000, ev.InstanceReleased, "detector_0_1", 1)
+    (stretch,) = all_busy_stretches(records, until_ns=30 * s)
+    assert stretch.seconds >= 9.9
+    assert stretch.longest_s >= 10.9, "the hung execution, not the 0.1 s ones"

@@ -68,3 +68,40 @@ def test_before_a_model_is_known_the_next_release_takes_the_output() -> None:
     records = _log(_interleaved("r"))
     assert _outputs(records, "r.classifier") == ["TOKEN_IDS", "SCORES"]
     assert _outputs(records, "r.decoder") == []
+
+
+def _start(rid: str, model: str) -> list[tuple[type, tuple[object, ...]]]:
+    return [
+        (ev.RequestPrepared, (rid, model, 1, 0, 0)),
+        (ev.RequestStateChange, (rid, "INITIALIZED", "PENDING")),
+        (ev.RequestStateChange, (rid, "PENDING", "EXECUTING")),
+    ]
+
+
+def test_an_ensemble_step_that_overlaps_the_next_is_released_by_its_output() -> None:
+    """The ensemble's classifier step starts before its preprocess step's release is logged
+    (a recorded run, 2026-11-23): the release ends preprocess, whose FEATURES were just
+    written, not the newest step."""
+    release = (ev.RequestStateChange, ("e", "EXECUTING", "RELEASED"))
+    warm = [
+        s
+        for i in range(8)
+        for m, o in (("preprocess", "FEATURES"), ("classifier", "SCORES"), ("pipeline", "SCORES"))
+        for s in _request(f"w{i}.{m}", m, o)
+    ]
+    steps = [
+        *_start("e", "pipeline"),
+        *_start("e", "preprocess"),
+        (ev.ResponseOutput, ("", "FEATURES", "FP32", (16,))),
+        *_start("e", "classifier"),
+        release,
+        (ev.ResponseOutput, ("", "SCORES", "FP32", (10,))),
+        release,
+        (ev.ResponseOutput, ("", "SCORES", "FP32", (10,))),
+        release,
+    ]
+    cycles = {c.model: c for c in build(_log(warm + steps)).by_id["e"]}
+    assert [o.output for o in cycles["preprocess"].outputs] == ["FEATURES"]
+    assert [o.output for o in cycles["classifier"].outputs] == ["SCORES"]
+    assert [o.output for o in cycles["pipeline"].outputs] == ["SCORES"]
+    assert cycles["preprocess"].released_ns < cycles["classifier"].released_ns
