@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", data)]))
         return out
 """
+
+
+def ctrl_c_as_from_a_terminal() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT: restore SIGINT's default action. A
+    shell's background job ignores SIGINT and every child inherits that (Python then keeps it
+    ignored: no KeyboardInterrupt), so a suite started with ``nohup ... &`` failed the Ctrl-C
+    tests while the command under test was fine."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from observability.cli import app
 from observability.lab import TritonLab
 from observability.lab.processes import processes_mentioning
+from tests.conftest import ctrl_c_as_from_a_terminal
 
 runner = CliRunner()
 COMMANDS = [
@@ -148,7 +149,7 @@ def test_demo_stops_cleanly_on_ctrl_c_and_kill(tmp_path, signum: int) -> None:
         [sys.executable, "-m", "observability.cli", "demo", "--duration", "120", "--no-ui",
          "--run-dir", str(run_dir)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200"}, preexec_fn=ctrl_c_as_from_a_terminal,
     )  # fmt: skip
     try:
         assert proc.stdout is not None

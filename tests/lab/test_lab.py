@@ -16,7 +16,7 @@ import pytest
 
 from observability.lab import LabConfig, LabError, TritonLab, install, ports
 from observability.lab.processes import processes_mentioning
-from tests.conftest import ECHO_CONFIG, write_model
+from tests.conftest import ECHO_CONFIG, ctrl_c_as_from_a_terminal, write_model
 
 pytestmark = pytest.mark.lab
 
@@ -184,6 +184,7 @@ def test_cli_lab_runs_until_interrupted(echo_repository: Path, tmp_path: Path) -
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
+        preexec_fn=ctrl_c_as_from_a_terminal,
     )
     try:
         lines = []
