@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
+from observability.catalogue import KINDS
+
 __all__ = [
     "KINDS",
     "Evidence",
@@ -22,19 +24,6 @@ __all__ = [
     "parse_iso",
 ]
 
-KINDS = (
-    "hung_request",
-    "bls_call_hung",
-    "instance_saturation",
-    "thread_pool_exhaustion",
-    "bls_deadlock",
-    "callback_error",
-    "ensemble_fanout",
-    "shape_growth",
-    "cold_start",
-    "stub_unhealthy",
-    "target_down",
-)
 EVIDENCE_SOURCES = ("log", "metrics", "stats", "trace", "otlp", "config")
 
 

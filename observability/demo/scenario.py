@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from observability.catalogue import ScheduledFault, schedule
 from observability.load.client import Outcome, Status, TritonClient
 from observability.load.runner import set_cold_start
 from observability.load.workload import inputs_for
 
-__all__ = ["DEMO_STEPS", "Injection", "Scenario", "Step"]
+__all__ = ["DEMO_STEPS", "Injection", "Scenario", "Step", "steps_of"]
 
 
 @dataclass(frozen=True)
@@ -35,84 +36,39 @@ class Step:
     """The finding (kind, model) the detectors must report for it."""
 
 
-DEMO_STEPS: tuple[Step, ...] = (
-    Step(
-        2,
-        "cold_start",
-        "classifier",
-        params={"cold_start_s": "4"},
-        expect="first classifier execute after the reload takes ~4 s",
-        finds=("cold_start", "classifier"),
-    ),
-    Step(
-        6,
-        "hang",
-        "router",
-        params={"hang_s": "60"},
-        expect="client times out; router's async_exec never returns",
-        finds=("hung_request", "router"),
-    ),
-    Step(
-        10,
-        "slow",
-        "router",
-        count=8,
-        params={"slow_s": "0.5"},
-        timeout_s=15,
-        expect="classifier (1 instance) queues: pending > 0",
-        finds=("instance_saturation", "classifier"),
-    ),
-    Step(
-        14,
-        "fanout",
-        "router",
-        params={"fanout_n": "64"},
-        timeout_s=30,
-        expect="64 concurrent async_exec calls wait for 6 executor threads",
-        finds=("thread_pool_exhaustion", "router"),
-    ),
-    Step(
-        18,
-        "callback",
-        "router",
-        params={"callback_wait_s": "5"},
-        timeout_s=15,
-        expect="'Exception in callback' in the log; the client gets an error",
-        finds=("callback_error", "router"),
-    ),
-    Step(
-        19,
-        "task_error",
-        "router",
-        timeout_s=15,
-        expect="'Task exception was never retrieved'; the client gets an error",
-        finds=("callback_error", "router"),
-    ),
-    Step(
-        22,
-        "shape_growth",
-        "generate",
-        count=3,
-        timeout_s=30,
-        expect="decoder TOKEN_IDS shape doubles every step",
-        finds=("shape_growth", "decoder"),
-    ),
-    Step(
-        26,
-        "deadlock",
-        "generate",
-        params={"deadlock_s": "15"},
-        expect="generate's BLS call waits for generate's only instance",
-        finds=("bls_deadlock", "generate"),
-    ),
-    Step(
-        30,
-        "ensemble_fanout",
-        "fanout_ensemble",
-        expect="a miswired ensemble fails to load: 'is not written'",
-        finds=("ensemble_fanout", "fanout_ensemble"),
-    ),
+def steps_of(scheduled: tuple[ScheduledFault, ...]) -> tuple[Step, ...]:
+    """Scenario steps from a catalogue schedule."""
+    return tuple(
+        Step(
+            s.at_s,
+            s.fault.knob,
+            s.fault.entry_model,
+            count=s.fault.count,
+            params=dict(s.fault.params),
+            timeout_s=s.fault.timeout_s,
+            expect=s.fault.expect,
+            finds=s.finds,
+        )
+        for s in scheduled
+    )
+
+
+DEMO_STEPS: tuple[Step, ...] = steps_of(
+    schedule(
+        [
+            (2, "cold_start"),
+            (6, "hang"),
+            (10, "slow"),
+            (14, "fanout"),
+            (18, "callback"),
+            (19, "task_error"),
+            (22, "shape_growth"),
+            (26, "deadlock"),
+            (30, "ensemble_fanout"),
+        ]
+    )
 )
+"""Every catalogue fault once; the finding each owes comes from the catalogue."""
 
 
 @dataclass

@@ -1,17 +1,62 @@
-"""Every detector, one per finding kind, found by module name so each stays self-contained."""
+"""Every detector, listed explicitly: one class per kind of ``observability.catalogue``.
+
+Explicit, not discovered by module name: a detector that fails to import, or a catalogue row
+without a detector, is an error at import instead of a silently skipped kind.
+"""
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 
+from observability.catalogue import CATALOGUE, KINDS
 from observability.detectors.base import Detector
-from observability.findings import KINDS
+from observability.detectors.bls_call_hung import BlsCallHung
+from observability.detectors.bls_deadlock import BlsDeadlockDetector
+from observability.detectors.callback_error import CallbackErrorDetector
+from observability.detectors.cold_start import ColdStart
+from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
+from observability.detectors.hung_request import HungRequestDetector
+from observability.detectors.instance_saturation import InstanceSaturation
+from observability.detectors.shape_growth import ShapeGrowthDetector
+from observability.detectors.stub_unhealthy import StubUnhealthyDetector
+from observability.detectors.target_down import TargetDown
+from observability.detectors.thread_pool_exhaustion import ThreadPoolExhaustion
 
-__all__ = ["default_detectors"]
+__all__ = ["DETECTORS", "default_detectors"]
 
-log = logging.getLogger(__name__)
+DETECTORS: Mapping[str, type] = MappingProxyType(
+    {
+        cls.kind: cls
+        for cls in (
+            HungRequestDetector,
+            BlsCallHung,
+            InstanceSaturation,
+            ThreadPoolExhaustion,
+            BlsDeadlockDetector,
+            CallbackErrorDetector,
+            EnsembleFanoutDetector,
+            ShapeGrowthDetector,
+            ColdStart,
+            StubUnhealthyDetector,
+            TargetDown,
+        )
+    }
+)
+
+
+def _check() -> None:
+    for p in CATALOGUE:
+        cls = DETECTORS.get(p.kind)
+        if cls is None or cls.__name__ != p.detector:
+            raise ImportError(f"catalogue kind {p.kind!r} names detector {p.detector}, got {cls}")
+    extra = set(DETECTORS) - set(KINDS)
+    if extra:
+        raise ImportError(f"detectors for kinds not in the catalogue: {sorted(extra)}")
+
+
+_check()
 
 
 def default_detectors(kinds: tuple[str, ...] = KINDS, **settings: object) -> list[Detector]:
@@ -19,14 +64,7 @@ def default_detectors(kinds: tuple[str, ...] = KINDS, **settings: object) -> lis
     where a detector has them (e.g. ``deadline_s``)."""
     out: list[Detector] = []
     for kind in kinds:
-        try:
-            module = importlib.import_module(f"observability.detectors.{kind}")
-        except ModuleNotFoundError:
-            log.debug("no detector module for %s", kind)
-            continue
-        for _, cls in inspect.getmembers(module, inspect.isclass):
-            if cls.__module__ == module.__name__ and getattr(cls, "kind", None) == kind:
-                params = inspect.signature(cls).parameters
-                out.append(cls(**{k: v for k, v in settings.items() if k in params}))
-                break
+        cls = DETECTORS[kind]
+        params = inspect.signature(cls).parameters
+        out.append(cls(**{k: v for k, v in settings.items() if k in params}))
     return out

@@ -8,33 +8,20 @@ config before the run and restores it afterwards.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from observability.catalogue import FAULTS as CATALOGUE_FAULTS
+from observability.catalogue import Fault
 
 __all__ = ["FAULTS", "Fault", "FaultSpecError", "parse_faults", "parse_params"]
 
 
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    entry_model: str
-    """The model the client calls to trigger it."""
-    pathology: str
-    per_request: bool = True
-
-
-FAULTS: dict[str, Fault] = {
-    f.name: f
-    for f in (
-        Fault("hang", "router", "a BLS child never answers; router's async_exec never returns"),
-        Fault("slow", "router", "the single-instance classifier is slow; its queue grows"),
-        Fault("fanout", "router", "one execute issues more async_exec calls than threads"),
-        Fault("callback", "router", "a done-callback raises; the awaited result never arrives"),
-        Fault("task_error", "router", "a fire-and-forget task raises; the error is swallowed"),
-        Fault("deadlock", "generate", "a single-instance model's BLS call waits on itself"),
-        Fault("shape_growth", "generate", "the decoder appends instead of replacing its state"),
-        Fault("cold_start", "classifier", "first execute after load takes ~4 s", False),
-    )
-}
+FAULTS: Mapping[str, Fault] = MappingProxyType(
+    {knob: f for knob, f in CATALOGUE_FAULTS.items() if knob != "ensemble_fanout"}
+)
+"""The knobs a load can turn on (from the pathology catalogue); ``ensemble_fanout`` needs a
+second, miswired server and is the demo's alone."""
 
 
 class FaultSpecError(ValueError):

@@ -46,6 +46,7 @@ def test_miswired_ensemble_is_found_with_the_fix(lab_factory) -> None:
 
 
 def test_one_tensor_to_two_steps_loads_and_finds_nothing(lab_factory) -> None:
+    """The healthy twin: the same fan-out, wired right."""
     lab = lab_factory(repository("ensemble_fanout"), name="fanout", trace=False, exit_timeout_s=10)
     lab.stop()
     assert _detect(lab.log_path) == []

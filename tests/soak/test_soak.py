@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from observability.catalogue import schedule
 from observability.lab import LabConfig, TritonLab, demo_repository
 from observability.load import LoadConfig, Outcome, Status, TritonClient, run_load
 from observability.load.runner import set_cold_start
@@ -148,14 +149,14 @@ class Soak:
         self,
         cycle: int,
         fault: str,
-        model: str,
-        finds: tuple[str, str],
         lasts_s: float,
         count: int = 1,
         timeout_s: float = 5.0,
         **params: str,
     ) -> None:
-        w = self.window(fault, finds)
+        scheduled = schedule([(0.0, fault)])[0]
+        model = scheduled.fault.entry_model
+        w = self.window(fault, scheduled.finds)
         w.end = w.start + lasts_s
         w.note = f"soak-c{cycle}-{fault}-"  # its requests' id prefix
 
@@ -285,7 +286,7 @@ class Soak:
         w.end = time.time() + 2
 
     def cold_start(self, cycle: int) -> None:
-        w = self.window("cold_start", ("cold_start", "classifier"))
+        w = self.window("cold_start", schedule([(0.0, "cold_start")])[0].finds)
         set_cold_start(self.lab.grpc_url, 4)
         client = TritonClient(self.lab.grpc_url, 20)
         try:
@@ -346,28 +347,22 @@ class Soak:
         while no collector runs is never seen (a documented limit, not a soak finding)."""
         log = self.lab.log_path
         steps = [
-            (3, lambda: self.send(cycle, "hang", "router", ("hung_request", "router"), 22,
+            (3, lambda: self.send(cycle, "hang", 22,
                                   hang_s="20")),
-            (8, lambda: self.send(cycle, "slow", "router", ("instance_saturation", "classifier"),
-                                  12, count=8, timeout_s=15, slow_s="0.5")),
+            (8, lambda: self.send(cycle, "slow", 12, count=8, timeout_s=15, slow_s="0.5")),
             (23, lambda: self.kill_collector(0)),
-            (18, lambda: self.send(cycle, "callback", "router", ("callback_error", "router"),
-                                   8, timeout_s=15, callback_wait_s="5")),
-            (19, lambda: self.send(cycle, "task_error", "router", ("callback_error", "router"),
-                                   8, timeout_s=15)),
+            (18, lambda: self.send(cycle, "callback", 8, timeout_s=15, callback_wait_s="5")),
+            (19, lambda: self.send(cycle, "task_error", 8, timeout_s=15)),
             (24, lambda: self.log_fault("garbage", lambda: append_garbage(log))),
             (28, lambda: self.log_fault("rotate", lambda: rotate(log, f"c{cycle}r1"))),
-            (32, lambda: self.send(cycle, "shape_growth", "generate", ("shape_growth", "decoder"),
-                                   10, count=3, timeout_s=30)),
-            (38, lambda: self.send(cycle, "deadlock", "generate", ("bls_deadlock", "generate"),
-                                   16, deadlock_s="12")),
+            (32, lambda: self.send(cycle, "shape_growth", 10, count=3, timeout_s=30)),
+            (38, lambda: self.send(cycle, "deadlock", 16, deadlock_s="12")),
             (54, lambda: self.kill_collector(12)),
             (70, lambda: self.copytruncate(cycle)),
             (74, lambda: self.fill_disk(6)),
             (96, self.restart_triton),
             (118, lambda: self.log_fault("rotate", lambda: rotate(log, f"c{cycle}r2"))),
-            (114, lambda: self.send(cycle, "fanout", "router", ("thread_pool_exhaustion", "router"),
-                                    14, timeout_s=30, fanout_n="64")),
+            (114, lambda: self.send(cycle, "fanout", 14, timeout_s=30, fanout_n="64")),
             (124, lambda: self.cold_start(cycle)),
         ]  # fmt: skip
         if cycle > 0:

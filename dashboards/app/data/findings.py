@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dashboards.app.data.text import plain
+from observability.catalogue import CATALOGUE
 from observability.findings import Finding, iso
 from observability.store import Store
 
@@ -33,16 +34,7 @@ __all__ = [
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _LOG_REF = re.compile(r"@(\d+)$")
 _METRIC_REF = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{")
-_KIND_METRICS = {
-    "hung_request": ("nv_inference_pending_request_count", "triton_obs_bls_inflight"),
-    "bls_call_hung": ("triton_obs_bls_inflight", "triton_obs_bls_hung"),
-    "instance_saturation": ("nv_inference_pending_request_count",),
-    "thread_pool_exhaustion": ("triton_obs_bls_inflight", "triton_obs_bls_thread_pool_capacity"),
-    "bls_deadlock": ("nv_inference_pending_request_count", "triton_obs_bls_inflight"),
-    "callback_error": ("triton_obs_bls_callback_errors",),
-    "cold_start": ("nv_inference_pending_request_count",),
-    "shape_growth": ("nv_inference_pending_request_count",),
-}
+_KIND_METRICS = {p.kind: p.metrics for p in CATALOGUE}
 
 
 def finding_id(finding: Finding) -> str:
