@@ -21,7 +21,7 @@ from pathlib import Path
 
 from collectors.logs import fastscan
 from collectors.logs.parser import parse_lines
-from collectors.logs.reference import parse_lines_regex
+from tests.collectors.logs.reference import parse_lines_regex
 
 __all__ = ["main", "synthesise"]
 

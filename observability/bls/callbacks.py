@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -113,7 +113,3 @@ def install_exception_handler(inst: Instrumenter, loop: asyncio.AbstractEventLoo
             lp.default_exception_handler(context)
 
     loop.set_exception_handler(handler)
-
-
-def noop_task(coro: Awaitable[T]) -> Any:
-    return asyncio.ensure_future(coro)

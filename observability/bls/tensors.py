@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TensorSnapshot", "describe", "describe_snapshot", "describe_tensors", "snapshot"]
+__all__ = ["TensorSnapshot", "describe_snapshot", "snapshot"]
 
 _DTYPES = {
     1: "BOOL", 2: "UINT8", 3: "UINT16", 4: "UINT32", 5: "UINT64", 6: "INT8", 7: "INT16",
@@ -89,12 +89,3 @@ def snapshot(tensors: Iterable[Any] | None) -> TensorSnapshot:
 
 def describe_snapshot(snap: TensorSnapshot) -> list[str]:
     return [_format(*raw) for raw in snap]
-
-
-def describe(tensor: Any) -> str:
-    """``"NAME DTYPE [d0,d1]"`` from a ``pb_utils.Tensor`` (or anything with the same methods)."""
-    return _format(*_raw(tensor))
-
-
-def describe_tensors(tensors: Iterable[Any] | None) -> list[str]:
-    return describe_snapshot(snapshot(tensors))

@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from collectors.logs import MAX_TEXT, ParseStats, parse_bytes, parse_lines
 from collectors.logs.fastscan import _scan_python, scan
 from collectors.logs.parser import Event, _unglued
-from collectors.logs.reference import parse_lines_regex
 from observability.events import StubOutput
+from tests.collectors.logs.reference import parse_lines_regex
 from tests.fuzz._support import (
     FIXTURES,
     assert_storable,

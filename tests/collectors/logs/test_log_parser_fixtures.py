@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from collectors.logs import ParseStats, parse_bytes
-from collectors.logs.reference import parse_lines_regex
 from observability.events import (
     FrontendCancellation,
     ModelStateChange,
@@ -16,6 +15,7 @@ from observability.events import (
     StubHealth,
     StubOutput,
 )
+from tests.collectors.logs.reference import parse_lines_regex
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
 LOGS = sorted(FIXTURES.glob("*.log"))

@@ -9,7 +9,6 @@ import calendar
 import pytest
 
 from collectors.logs import ParseStats, parse_lines
-from collectors.logs.reference import parse_lines_regex
 from observability.events import (
     ErrorLine,
     FrontendCancellation,
@@ -24,6 +23,7 @@ from observability.events import (
     ResponseOutput,
     StubHealth,
 )
+from tests.collectors.logs.reference import parse_lines_regex
 
 OFF = 1000
 INF, WRN, ERR = LogLevel.INFO, LogLevel.WARNING, LogLevel.ERROR

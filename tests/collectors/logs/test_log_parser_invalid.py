@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from collectors.logs import MAX_TEXT, ParseStats, parse_lines
-from collectors.logs.reference import parse_lines_regex
 from observability.events import ErrorLine, RequestStateChange, StubOutput
+from tests.collectors.logs.reference import parse_lines_regex
 
 GOOD = (
     b'I1122 03:25:00.828602 4403 infer_request.cc:132] "[request id: r1] '

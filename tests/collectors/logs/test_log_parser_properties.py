@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.logs import ParseStats, parse_bytes, parse_lines
-from collectors.logs.reference import parse_lines_regex
 from observability.events import (
     InstanceExecuting,
     LogLevel,
@@ -17,6 +16,7 @@ from observability.events import (
     RequestStateChange,
     ResponseOutput,
 )
+from tests.collectors.logs.reference import parse_lines_regex
 
 TOKEN = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=20)
 STATES = st.sampled_from(["INITIALIZED", "PENDING", "EXECUTING", "RELEASED"])
