@@ -4,10 +4,9 @@ The log is synthesised from the request traffic of a real 2.51 recording
 (``tests/fixtures/logs/glog_2.51_session.log``: HTTP, gRPC, BLS, ensemble, stub output), one
 block per repetition with its request ids renamed and its clock moved on one second every
 20 blocks, so that ids are unique and the timestamp cache sees a realistic turnover.
-Run from the repository root: ``python -m benchmarks.log_parse``. Prints one JSON line for
-the parser and, when the C extension is built, a second one for ``fastscan.scan`` (the five
-record kinds the detectors need, as columns) against the same regex baseline;
-``--lines`` and ``--baseline-lines`` shrink it for a smoke run.
+Run from the repository root: ``python -m benchmarks.log_parse``. Prints one JSON line;
+``--lines`` and ``--baseline-lines`` shrink it for a smoke run. (The parse rate is not the
+production rate: ``benchmarks.ingest_log`` measures ingest as ``analyze``/``ingest`` run it.)
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import re
 import time
 from pathlib import Path
 
-from collectors.logs import fastscan
 from collectors.logs.parser import parse_lines
 from tests.collectors.logs.reference import parse_lines_regex
 
@@ -93,37 +91,6 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "unit": "lines/s",
         "baseline": round(base),
         "ratio": round(fast / base, 2),
-    }
-    print(json.dumps(result))
-    _scan_bench(lines, base, args.repeat)
-    return result
-
-
-def _scan_bench(lines: list[bytes], base: float, repeat: int) -> dict[str, object] | None:
-    """``fastscan.scan`` over the same log as one buffer, best of ``repeat`` (at least 3)."""
-    if not fastscan.ACCELERATED:
-        print("log_scan_lines: collectors.logs._fastscan is not built; skipped")
-        return None
-    data = b"".join(lines)
-    # must agree with the parser, or the number means nothing
-    head = b"".join(lines[:20_000])
-    if fastscan.scan(head, year=2026) != fastscan._scan_python(
-        head, year=2026, utc_offset_s=0, offset=0
-    ):
-        raise SystemExit("fastscan and the parser disagree on the synthetic log")
-    best = float("inf")
-    for _ in range(max(3, repeat)):
-        gc.collect()
-        t0 = time.perf_counter()
-        fastscan.scan(data, year=2026)
-        best = min(best, time.perf_counter() - t0)
-    value = len(lines) / best
-    result: dict[str, object] = {
-        "bench": "log_scan_lines",
-        "value": round(value),
-        "unit": "lines/s",
-        "baseline": round(base),
-        "ratio": round(value / base, 2),
     }
     print(json.dumps(result))
     return result

@@ -1,4 +1,4 @@
-"""Fuzz the verbose-log parser, its regex reference and the C column scanner.
+"""Fuzz the verbose-log parser against its regex reference.
 
 The existing properties (``tests/collectors/logs``) feed random bytes and header-shaped
 garbage; this module feeds what a real log turns into when things go wrong: real fixture
@@ -11,8 +11,7 @@ Each input must give, without raising:
 * ``resume_offset`` exactly past the bytes it consumed, records in file order, each inside
   the input, each text cut to ``MAX_TEXT`` and encodable as UTF-8 (what the store needs);
 * the same records as the regex reference (where the two differ by design, named in
-  ``_NUMBER_QUIRK`` and ``_cache_may_skip_a_year_step``, only the rest is compared), and from
-  ``fastscan.scan`` the same columns as its Python fallback.
+  ``_NUMBER_QUIRK`` and ``_cache_may_skip_a_year_step``, only the rest is compared).
 
 The optional atheris harness ``benchmarks/fuzz_atheris.py`` checks the same, guided by
 coverage; inputs it found are among ``regressions/logs/``.
@@ -33,7 +32,6 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from collectors.logs import MAX_TEXT, ParseStats, parse_bytes, parse_lines
-from collectors.logs.fastscan import _scan_python, scan
 from collectors.logs.parser import Event, _unglued
 from observability.events import StubOutput
 from tests.collectors.logs.reference import parse_lines_regex
@@ -218,9 +216,9 @@ _NUMBER_QUIRK = re.compile(
 )
 """A number in a message shape that is not plain ASCII digits where the shape puts one.
 
-There the two parsers differ by design: the parser (and the C scanner after it) reads the
+There the two parsers differ by design: the parser reads the
 field with ``int()``, which also takes ``+1``, `` 2``, ``1_000`` and digits past int64 (the
-golden table of ``tests/collectors/logs/test_fastscan.py`` pins that), while the regex
+golden table of ``tests/collectors/logs/test_log_parser_records.py`` pins that), while the regex
 reference wants ``\\d+`` and the delimiter right after. A line with such a number is left
 out of the comparison; every other line must give the same records."""
 
@@ -261,10 +259,10 @@ def _cache_may_skip_a_year_step(data: bytes) -> bool:
 
     The parser's clock caches each second's base keyed without the year and updates its
     month only on a miss, so a second seen before may skip the year step the reference
-    takes (``test_fastscan.py::test_timestamp_cache_clear_is_emulated`` pins that, and the
-    C scanner copies it). The years then differ, and with them every later time, whether
-    a 29 February exists and whether a year passes 9999: such input is not compared with
-    the reference (the other checks still run). A single year step still is.
+    takes (``test_log_parser_records.py::test_timestamp_cache_clear`` pins that). The years
+    then differ, and with them every later time, whether a 29 February exists and whether a
+    year passes 9999: such input is not compared with the reference (the other checks still
+    run). A single year step still is.
     """
     found = _GLOG_KEY.findall(data)
     months = b" ".join(month for _, month in found)
@@ -288,8 +286,6 @@ def check_log(data: bytes, *, year: int = 2026, utc_offset_s: int = 0, offset: i
             _check_records(records, data, offset)
             if final and len(data) <= _REFERENCE_LIMIT:
                 assert_same_as_reference(records, split(data), **kw)
-    assert scan(data, **kw) == _scan_python(data, **kw)
-    assert scan(bytearray(data), **kw) == scan(memoryview(data), **kw)
 
 
 # ---------------------------------------------------------------------------- properties
@@ -342,19 +338,6 @@ def test_any_year_offset_and_position(data: bytes, year: int, utc: int, offset: 
         check_log(data, year=year, utc_offset_s=utc, offset=offset)
 
 
-@pytest.mark.parametrize("offset", [-1, 2**62 + 1, 2**64])
-def test_scan_rejects_out_of_range_offset_with_value_error(offset: int) -> None:
-    """scan() promises ValueError for arguments out of range, on either implementation."""
-    with pytest.raises(ValueError, match="offset"):
-        scan(b"x\n", year=2026, offset=offset)
-
-
-@pytest.mark.parametrize("utc", [-(2**40) - 1, 2**40 + 1, 2**70])
-def test_scan_rejects_out_of_range_utc_offset_with_value_error(utc: int) -> None:
-    with pytest.raises(ValueError, match="utc_offset_s"):
-        scan(b"x\n", year=2026, utc_offset_s=utc)
-
-
 def test_text_lines_are_a_caller_error() -> None:
     """The one documented exception: ``str`` lines instead of ``bytes``."""
     with pytest.raises(TypeError, match="bytes"):
@@ -405,7 +388,6 @@ def test_one_megabyte_lines(line: bytes) -> None:
     _check_records(records, data, 0)
     assert records[0].header.offset == 0  # the neighbours survive
     assert records[-1].header.offset == len(data) - len(_SURROGATE_ID)
-    assert scan(data, year=2026) == _scan_python(data, year=2026, utc_offset_s=0, offset=0)
 
 
 @fuzz_settings(8, long_run_cap=300)
@@ -417,7 +399,6 @@ def test_random_megabyte_lines(unit: bytes, tail: bytes) -> None:
         records = parse_bytes(data, year=2026, stats=stats)
         assert stats.skipped["internal"] == 0
         _check_records(records, data, 0)
-        assert scan(data, year=2026) == _scan_python(data, year=2026, utc_offset_s=0, offset=0)
 
 
 # ------------------------------------------------------------------------- regressions

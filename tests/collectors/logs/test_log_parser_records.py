@@ -1,9 +1,11 @@
-"""fastscan: the compiled column scanner equals the Python parser, record for record.
+"""The parser's records of the five kinds detectors join on, as plain rows: a golden table,
+the clock's edge cases and an invalid-input table.
 
-The reference is ``fastscan._scan_python``: ``parse_lines`` (``final=False``) with its records
-of the five scanned kinds converted to columns; it is also what ``scan`` runs when the
-extension is not built. Where the extension is missing, the agreement tests compare the
-fallback with itself and still pin the golden values.
+Each case is fed through ``parse_lines`` as the tailer feeds it (split after each ``b"\\n"``,
+``final=False``) and the records of the five kinds come back as one tuple per record, so the
+table spells out every field. (These cases first pinned the C column scanner ``fastscan``
+against the parser; the scanner had no production caller and was removed, the parser's pins
+stay.)
 """
 
 # ruff: noqa: E501  (log lines are kept whole)
@@ -11,89 +13,66 @@ fallback with itself and still pin the golden values.
 from __future__ import annotations
 
 import calendar
+import io
 import time
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from benchmarks.log_parse import synthesise
-from collectors.logs import fastscan
-from collectors.logs.fastscan import ScanResult, _scan_python, scan
+from collectors.logs import ParseStats, parse_lines
+from observability.events import (
+    InstanceExecuting,
+    InstanceReleased,
+    RequestPrepared,
+    RequestStateChange,
+    ResponseOutput,
+)
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "logs"
-LOGS = sorted(FIXTURES.glob("*.log"))
 KINDS = ("state", "executing", "released", "outputs", "prepared")
-
-needs_ext = pytest.mark.skipif(not fastscan.ACCELERATED, reason="_fastscan not built")
-
-
-def rows(r: ScanResult) -> dict[str, list[tuple[Any, ...]]]:
-    """Columns back to one tuple per record, per kind: what the golden table spells out."""
-    return {k: list(zip(*getattr(r, k), strict=True)) for k in KINDS}
-
-
-def ref(data: bytes, **kw: Any) -> ScanResult:
-    kw.setdefault("year", 2026)
-    kw.setdefault("utc_offset_s", 0)
-    kw.setdefault("offset", 0)
-    return _scan_python(data, **kw)
+_FIELDS: dict[type, tuple[str, tuple[str, ...]]] = {
+    RequestStateChange: ("state", ("request_id", "from_state", "to_state")),
+    InstanceExecuting: ("executing", ("model", "instance", "count")),
+    InstanceReleased: ("released", ("instance", "count")),
+    ResponseOutput: ("outputs", ("output", "dtype", "shape")),
+    RequestPrepared: ("prepared", ("request_id", "model", "version", "batch_size", "timeout_us")),
+}
 
 
-def both(data: bytes, **kw: Any) -> ScanResult:
-    """scan() and the reference; asserts they are equal and returns the result."""
-    got = scan(data, **{"year": 2026, **kw})
-    want = ref(data, **kw)
-    assert rows(got) == rows(want)
-    assert got == want
-    return got
+@dataclass
+class Rows:
+    lines: int
+    resume_offset: int
+    rows: dict[str, list[tuple[Any, ...]]]
+
+    @property
+    def records(self) -> int:
+        return sum(len(v) for v in self.rows.values())
+
+
+def parsed(data: bytes, *, year: int = 2026, utc_offset_s: int = 0, offset: int = 0) -> Rows:
+    """``(at_ns, offset, *fields)`` per record of the five kinds, per kind."""
+    stats = ParseStats()
+    rows: dict[str, list[tuple[Any, ...]]] = {k: [] for k in KINDS}
+    records = parse_lines(
+        io.BytesIO(data),  # splits after b"\n" only, as reading the file in binary mode does
+        year=year,
+        utc_offset_s=utc_offset_s,
+        offset=offset,
+        final=False,
+        stats=stats,
+    )
+    for rec in records:
+        found = _FIELDS.get(type(rec))
+        if found is not None:
+            kind, names = found
+            h = rec.header  # type: ignore[union-attr]
+            rows[kind].append((h.at_ns, h.offset, *(getattr(rec, n) for n in names)))
+    return Rows(stats.lines, stats.resume_offset, rows)
 
 
 def ns(y: int, mo: int, d: int, hh: int, mm: int, ss: int, us: int = 0) -> int:
     return calendar.timegm((y, mo, d, hh, mm, ss)) * 10**9 + us * 1000
-
-
-# ------------------------------------------------------------------ whole recordings
-
-
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
-def test_agrees_on_every_fixture(path: Path) -> None:
-    data = path.read_bytes()
-    r = both(data)
-    assert r.lines == len(data.splitlines())
-    assert r.resume_offset == len(data)
-    assert r.records > 0
-
-
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
-def test_agrees_line_by_line_with_offset_and_tz(path: Path) -> None:
-    """Every line alone (the tailer's worst chunking) at its real file offset."""
-    off = 0
-    for line in path.read_bytes().splitlines(keepends=True):
-        both(line, year=2025, utc_offset_s=-3600, offset=off)
-        off += len(line)
-
-
-def test_agrees_on_the_million_line_synthetic_log() -> None:
-    data = b"".join(synthesise(1_000_000))
-    r = both(data)
-    assert r.lines == 1_000_000
-    assert r.records > 400_000
-
-
-def test_chunks_resume_where_they_stopped() -> None:
-    data = (FIXTURES / "glog_2.51_session.log").read_bytes()
-    whole = scan(data, year=2026)
-    off, got = 0, {k: [] for k in KINDS}  # type: dict[str, list[tuple[Any, ...]]]
-    for cut in range(0, len(data) + 4096, 4096):
-        part = scan(data[off : cut + 4096], year=2026, offset=off)
-        for k, v in rows(part).items():
-            got[k].extend(v)
-        off = part.resume_offset
-    assert off == len(data)
-    assert got == rows(whole)
 
 
 # ------------------------------------------------------------------------ golden table
@@ -234,24 +213,23 @@ GOLDEN: list[tuple[str, bytes, dict[str, list[tuple[Any, ...]]]]] = [
 
 @pytest.mark.parametrize(("name", "data", "want"), GOLDEN, ids=[g[0] for g in GOLDEN])
 def test_golden(name: str, data: bytes, want: dict[str, list[tuple[Any, ...]]]) -> None:
-    r = both(data)
-    assert rows(r) == {k: want.get(k, []) for k in KINDS}
+    r = parsed(data)
+    assert r.rows == {k: want.get(k, []) for k in KINDS}
     assert r.resume_offset == len(data)
 
 
 def test_year_past_2262_does_not_overflow() -> None:
-    r = both(STATE, year=2300)
-    assert r.state.at_ns == [ns(2300, 11, 22, 3, 25, 0, 828602)]
+    r = parsed(STATE, year=2300)
+    assert [row[0] for row in r.rows["state"]] == [ns(2300, 11, 22, 3, 25, 0, 828602)]
 
 
 def test_last_line_without_newline_is_held_back() -> None:
-    r = both(STATE + STATE[:-1], offset=500)
-    assert len(r.state.at_ns) == 1 and r.lines == 1
+    r = parsed(STATE + STATE[:-1], offset=500)
+    assert len(r.rows["state"]) == 1 and r.lines == 1
     assert r.resume_offset == 500 + len(STATE)
-    assert r.skipped == 0
 
 
-def test_timestamp_cache_clear_is_emulated() -> None:
+def test_timestamp_cache_clear() -> None:
     """After 100001 distinct seconds the parser's clock forgets what it saw, so a seen
     January second is recomputed and bumps the year again after December lines."""
     dec = b'I12%02d %02d:%02d:%02d.000000 1 x.cc:1] "y"\n'
@@ -259,8 +237,8 @@ def test_timestamp_cache_clear_is_emulated() -> None:
     parts = [jan, dec % (1, 1, 0, 0), jan]
     parts += [dec % (1 + s // 86400, s // 3600 % 24, s // 60 % 60, s % 60) for s in range(100_002)]
     parts.append(jan)
-    r = both(b"".join(parts), year=2026)
-    years = [time.gmtime(t // 10**9).tm_year for t in r.executing.at_ns]
+    r = parsed(b"".join(parts), year=2026)
+    years = [time.gmtime(row[0] // 10**9).tm_year for row in r.rows["executing"]]
     assert years == [2026, 2026, 2027]  # the second January line hit the cache
 
 
@@ -300,128 +278,6 @@ INVALID: list[tuple[str, bytes]] = [
 
 @pytest.mark.parametrize(("name", "bad"), INVALID, ids=[c[0] for c in INVALID])
 def test_invalid_gives_no_record_and_neighbours_survive(name: str, bad: bytes) -> None:
-    r = both(bad)
-    assert r.records == 0
-    r = both(STATE + bad + b"\n" + STATE)
-    assert len(r.state.at_ns) == 2
-    assert r.state.offset == [0, len(STATE) + len(bad) + 1]
-
-
-# ---------------------------------------------------------------------- random input
-
-HEADS = [
-    b"I1122 03:25:00.828602 4403 ",
-    b"W1231 23:59:59.999999 1 ",
-    b"E0101 00:00:00.000000   7 ",
-    b"I0229 12:00:00.000000 1 ",
-    b"2026-11-22T03:26:19Z I 7400 ",
-    b"2024-02-29T00:00:00Z E 1 ",
-]
-PIECES = [
-    b"infer_request.cc:132] ",
-    b"python_be.cc:1273] ",
-    b"infer_response.cc:174] ",
-    b"x.cc:1] ",
-    b'"',
-    b"[request id: ",
-    b"<id_unknown>",
-    b"] ",
-    b"Setting state from ",
-    b" to ",
-    b"prepared: ",
-    b", model: ",
-    b",",
-    b"actual version: ",
-    b"batch size: ",
-    b"timeout (us): ",
-    b"\\n",
-    b"model ",
-    b", instance ",
-    b", executing ",
-    b" requests",
-    b"TRITONBACKEND_ModelInstanceExecute: model instance name ",
-    b" released ",
-    b"add response output: output: ",
-    b", type: ",
-    b", shape: [",
-    b"]",
-    b"1",
-    b"-2",
-    b" ",
-    b"\r",
-    b"\n",
-    b"\\",
-    b"\x00",
-    b"\xff",
-]
-FRAGMENT = st.one_of(st.sampled_from(HEADS + PIECES), st.binary(max_size=6))
-
-
-def _agree_or_parser_raises(data: bytes, **kw: Any) -> None:
-    try:
-        want = ref(data, **kw)
-    except ValueError:
-        # the parser itself raises on a glued piece with year 0000 (not caught there);
-        # scan must still return
-        scan(data, year=2026, **kw)
-        return
-    got = scan(data, year=2026, **kw)
-    assert got == want
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.binary(max_size=200), max_size=20))
-def test_random_bytes(chunks: list[bytes]) -> None:
-    _agree_or_parser_raises(b"\n".join(chunks))
-
-
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(FRAGMENT, max_size=60), st.integers(0, 10**6))
-def test_random_log_like_input(fragments: list[bytes], offset: int) -> None:
-    _agree_or_parser_raises(b"".join(fragments), offset=offset)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=400), st.integers(0, 400))
-def test_truncated_real_data(junk: bytes, cut: int) -> None:
-    data = (FIXTURES / "glog_2.51_glued.log").read_bytes()[:4000]
-    _agree_or_parser_raises(data[:cut] + junk + data[cut:])
-
-
-# ------------------------------------------------------------------------- fallback
-
-
-def test_fallback_without_extension(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = (FIXTURES / "glog_2.51_session.log").read_bytes()
-    fast = scan(data, year=2026, offset=7)
-    monkeypatch.setattr(fastscan, "_fastscan", None)
-    slow = scan(data, year=2026, offset=7)
-    assert slow == fast
-    assert slow.records > 0
-
-
-@needs_ext
-def test_extension_is_used() -> None:
-    from collectors.logs import _fastscan  # type: ignore[attr-defined]
-
-    assert fastscan._fastscan is _fastscan
-    assert fastscan.ACCELERATED
-
-
-@pytest.mark.parametrize("kw", [{"year": 0}, {"year": 10_000}, {"year": 2026, "offset": -1}])
-def test_bad_arguments_raise(kw: dict[str, int]) -> None:
-    with pytest.raises(ValueError):
-        scan(b"", **kw)  # type: ignore[arg-type]
-
-
-@needs_ext
-def test_benchmark_prints_the_scan_line(capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    from benchmarks.log_parse import _scan_bench
-
-    result = _scan_bench(synthesise(4000), 1000.0, 1)
-    out = json.loads(capsys.readouterr().out.strip())
-    assert out == result
-    assert out["bench"] == "log_scan_lines" and out["unit"] == "lines/s"
-    assert out["baseline"] == 1000
+    assert parsed(bad).records == 0
+    r = parsed(STATE + bad + b"\n" + STATE)
+    assert [row[1] for row in r.rows["state"]] == [0, len(STATE) + len(bad) + 1]
