@@ -11,7 +11,7 @@ Three exporters, each scraped over real HTTP and parsed with prometheus_client's
   through a stand-in for ``pb_utils.MetricFamily`` that serves what Triton would serve. The real
   Triton's page after the security run's traffic is checked in ``test_triton_bls_metrics_...``.
 
-Bounds (the README states them):
+Bounds (docs/security.md states them):
 
 * watch: ``models * (kinds seen * severities seen + 3) + SELF_METRICS_MAX``; by design at most
   ``(MAX_MODELS + 1) * (len(KINDS) * 3 + 3) + SELF_METRICS_MAX``;
