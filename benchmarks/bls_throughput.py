@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for _ in range(args.rounds):
             off.append(_throughput(False, endpoint, args.requests))
             on.append(_throughput(True, endpoint, args.requests))
-            receiver.collect()
+            receiver.drain()
     result = {
         "bench": "bls_demo_throughput",
         "value": round(statistics.mean(on), 2),

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from collectors.logs.parser import Event, ParseStats, parse_lines
+from collectors.base import Batch, Collector, Health
+from collectors.logs.parser import ParseStats, parse_lines
 from collectors.tail.tailer import Line, Tailer
 
 __all__ = ["LogCollector"]
@@ -40,8 +41,10 @@ def source_of(line: Line) -> str:
     return f"log:{f.dev}:{f.inode}:{f.fingerprint}"
 
 
-class LogCollector:
-    """``collect()`` → batches of ``(source, events)``; ``commit()`` after they are stored."""
+class LogCollector(Collector):
+    """``collect()`` → one batch per file run; ``commit()`` after they are stored."""
+
+    signal = "log"
 
     def __init__(
         self, path: Path | str, checkpoint_path: Path | str, utc_offset_s: int = 0
@@ -52,7 +55,7 @@ class LogCollector:
         self.utc_offset_s = utc_offset_s
         self._uncommitted: list[Line] = []
 
-    def collect(self) -> list[tuple[str, list[Event]]]:
+    def collect(self) -> list[Batch]:
         lines = self.tailer.poll()
         self._uncommitted.extend(lines)
         year = datetime.now(timezone.utc).year
@@ -67,8 +70,12 @@ class LogCollector:
                     stats=self.stats,
                 )
             )
-            out.append((source_of(run[0]), events))
+            out.append(Batch(source_of(run[0]), events))
         return out
+
+    def health(self) -> Health:
+        stats = self.stats
+        return Health(read=stats.lines, skipped=dict(stats.skipped), lag_bytes=self.lag_bytes())
 
     def commit(self) -> None:
         if self._uncommitted:

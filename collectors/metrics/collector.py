@@ -12,13 +12,18 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 
+from collectors.base import Batch, Collector, Health
 from collectors.metrics.parser import parse_metrics_lenient
 from observability.events import MetricsScrape, ScrapeStatus
 
 __all__ = ["MetricsCollector"]
 
 
-class MetricsCollector:
+class MetricsCollector(Collector):
+    """``collect()`` → one batch: the scrape's status, then its page when up."""
+
+    signal = "metrics"
+
     def __init__(
         self,
         url: str,
@@ -37,8 +42,23 @@ class MetricsCollector:
         self._next_attempt = 0.0
         self.problems = 0
         """Lines the lenient parser skipped, over the collector's life."""
+        self.pages = 0
+        self._last: ScrapeStatus | None = None
 
-    def collect(self) -> list[ScrapeStatus | MetricsScrape]:
+    def health(self) -> Health:
+        last = self._last
+        up = last is None or last.up
+        error = "" if last is None else last.error
+        return Health(up, error, self.pages, {"line": self.problems} if self.problems else {})
+
+    def collect(self) -> list[Batch]:
+        events = self.scrape()
+        if events:
+            self._last = events[0]  # type: ignore[assignment]
+        return [Batch("", events)] if events else []
+
+    def scrape(self) -> list[ScrapeStatus | MetricsScrape]:
+        """One attempt (none while backing off): its status, then the page when up."""
         now = time.monotonic()
         if now < self._next_attempt:
             return []
@@ -59,6 +79,7 @@ class MetricsCollector:
         self._next_attempt = 0.0
         page = parse_metrics_lenient(body.decode("utf-8", errors="replace"))
         self.problems += len(page.problems)
+        self.pages += 1
         samples = tuple(s for fam in page.families for s in fam.samples)
         took = time.monotonic() - started
         return [

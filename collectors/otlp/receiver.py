@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from collectors.base import Batch, Collector, Health
 from collectors.otlp.decode import OtlpDecodeError, otlp_json_from_proto, spans_from_otlp_json
 from observability.events import OtlpSpan
 from observability.netaddr import is_loopback
@@ -73,8 +74,10 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return out
 
 
-class OtlpReceiver:
-    """``with OtlpReceiver() as rx: ... rx.collect()``; ``rx.url`` is the base URL."""
+class OtlpReceiver(Collector):
+    """``with OtlpReceiver() as rx: ... rx.drain()``; ``rx.url`` is the base URL."""
+
+    signal = "otlp"
 
     def __init__(
         self,
@@ -97,8 +100,11 @@ class OtlpReceiver:
         self._on_spans = on_spans
         self._clock_ms = clock_ms
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), _handler(self, read_timeout_s))
+        # Bound by start(): a receiver that is built and never started holds no port.
+        handler = _handler(self, read_timeout_s)
+        self._server = ThreadingHTTPServer((host, port), handler, bind_and_activate=False)
         self._server.daemon_threads = True
+        self._bound = False
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -113,12 +119,20 @@ class OtlpReceiver:
         return f"http://{host}:{port}"
 
     def start(self) -> OtlpReceiver:
+        """Bind and serve (``OSError`` when the port is taken); idempotent."""
+        if not self._bound:
+            self._server.server_bind()
+            self._server.server_activate()
+            self._bound = True
         if self._thread is None:
             self._thread = threading.Thread(
                 target=self._server.serve_forever, name="otlp-receiver", daemon=True
             )
             self._thread.start()
         return self
+
+    def close(self) -> None:
+        self.stop()
 
     def stop(self) -> None:
         if self._thread is not None:
@@ -134,7 +148,24 @@ class OtlpReceiver:
         self.stop()
 
     # -- the collector side ------------------------------------------------------------
-    def collect(self) -> list[OtlpSpan]:
+    def collect(self) -> list[Batch]:
+        spans = self.drain()
+        return [Batch("", spans)] if spans else []
+
+    def health(self) -> Health:
+        c = self.counters
+        skipped = {
+            reason: n
+            for reason, n in (
+                ("dropped_span", c.spans_dropped),
+                ("rejected_request", c.rejected),
+                ("callback_error", c.callback_errors),
+            )
+            if n
+        }
+        return Health(self._thread is not None, "", c.spans, skipped)
+
+    def drain(self) -> list[OtlpSpan]:
         """Every span received since the last call, in arrival order."""
         out: list[OtlpSpan] = []
         with contextlib.suppress(queue.Empty):

@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from collectors.base import Batch, Collector, Health
 from collectors.stats.parser import StatsParseError, parse_model_stats_lenient
 from observability.events import ModelStats, ScrapeStatus
 
@@ -38,7 +39,11 @@ class StatsScrape:
     problems: tuple[str, ...] = ()
 
 
-class StatsCollector:
+class StatsCollector(Collector):
+    """``collect()`` → one batch: the scrape's status, then one ``ModelStats`` per version."""
+
+    signal = "stats"
+
     def __init__(
         self,
         url: str,
@@ -52,6 +57,15 @@ class StatsCollector:
         self.max_body_bytes = max_body_bytes
         self._clock = clock
         self.skipped_entries = 0
+        self.answers = 0
+        self._last: ScrapeStatus | None = None
+
+    def health(self) -> Health:
+        last = self._last
+        up = last is None or last.up
+        error = "" if last is None else last.error
+        skipped = {"entry": self.skipped_entries} if self.skipped_entries else {}
+        return Health(up, error, self.answers, skipped)
 
     def scrape(self) -> StatsScrape:
         at_ns = self._clock()
@@ -77,9 +91,12 @@ class StatsCollector:
         except StatsParseError as err:
             return down(f"parse: {err}", body)
         self.skipped_entries += len(parsed.problems)
+        self.answers += 1
         status = ScrapeStatus(at_ns, self.target, True, time.monotonic() - started)
         return StatsScrape(status, parsed.stats, body, parsed.problems)
 
-    def collect(self) -> list[ScrapeStatus | ModelStats]:
+    def collect(self) -> list[Batch]:
         result = self.scrape()
-        return [result.status, *result.stats]
+        self._last = result.status
+        events: list[ScrapeStatus | ModelStats] = [result.status, *result.stats]
+        return [Batch("", events)]

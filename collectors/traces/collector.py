@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collectors.base import Batch, Collector, Health
 from collectors.traces.files import trace_files
 from collectors.traces.parser import parse_trace_file_lenient
 from observability.events import TraceSpan
@@ -41,8 +42,11 @@ class _FileState:
 _MAX_PROBLEMS = 100
 
 
-class TraceFileCollector:
-    """``collect()`` returns the spans that appeared since the last call, in file order."""
+class TraceFileCollector(Collector):
+    """``collect()`` returns the spans that appeared since the last call, in file order, as
+    one batch named by the trace file's path (``[]`` when none appeared)."""
+
+    signal = "traces"
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -53,7 +57,25 @@ class TraceFileCollector:
         self.counters.problems.append(text)
         del self.counters.problems[:-_MAX_PROBLEMS]
 
-    def collect(self) -> list[TraceSpan]:
+    def health(self) -> Health:
+        c = self.counters
+        skipped = {
+            reason: n
+            for reason, n in (
+                ("record", c.skipped_records),
+                ("truncated_file", c.truncated_files),
+                ("unreadable_file", c.unreadable),
+            )
+            if n
+        }
+        return Health(True, c.problems[-1] if c.problems else "", c.files_read, skipped)
+
+    def collect(self) -> list[Batch]:
+        spans = self.spans()
+        return [Batch(str(self.path), spans)] if spans else []
+
+    def spans(self) -> list[TraceSpan]:
+        """The spans that appeared since the last call, in file order."""
         out: list[TraceSpan] = []
         files = trace_files(self.path)
         for position, file in enumerate(files):

@@ -220,7 +220,7 @@ class _Extractor:
     def _extract(self, counted: _Counted) -> None:
         header = self.limits.header_bytes
         counted.budget = min(counted.total, counted.count + header)
-        with tarfile.open(fileobj=counted, mode="r|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=counted, mode="r|") as tar:
             member = tar.next()
             while member is not None:
                 self.members += 1
@@ -231,7 +231,9 @@ class _Extractor:
                 self.last = member.name
                 counted.budget = counted.total  # its data counts towards the total only
                 unread = self._member(tar, member)
-                tar.members.clear()  # stream mode keeps every TarInfo: memory per member
+                # Stream mode keeps every TarInfo: memory per member. ``members`` is not in
+                # typeshed, and getmembers() would read the rest of the stream.
+                tar.members.clear()  # type: ignore[attr-defined]
                 # tarfile now skips what we did not read, then reads the next header.
                 counted.budget = min(counted.total, counted.count + unread + header)
                 member = tar.next()

@@ -1,9 +1,11 @@
 """``triton-obs collect``: every collector live, one loop, one store writer.
 
-One thread owns the store (SQLite wants one writer); the OTLP receiver has its own HTTP
-threads and hands spans over through its bounded queue. A full disk makes writes fail: the
-runner says so, keeps running, and retries the same batches when space returns (bounded:
-the oldest are dropped and counted beyond ``max_pending``).
+The sources are :data:`~observability.collect.sources.SOURCES`, each a
+:class:`~collectors.base.Collector` built from the configuration; the runner knows none of
+them by name. One thread owns the store (SQLite wants one writer); the OTLP receiver has its
+own HTTP threads and hands spans over through its bounded queue. A full disk makes writes
+fail: the runner says so, keeps running, and retries the same batches when space returns
+(bounded: the oldest are dropped and counted beyond ``max_pending``).
 """
 
 from __future__ import annotations
@@ -14,42 +16,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from collectors.logs.collector import LogCollector
-from collectors.metrics.collector import MetricsCollector
-from collectors.stats.collector import StatsCollector
-from collectors.traces.collector import TraceFileCollector
-from observability import events as ev
+from collectors.base import Batch, Collector
+from observability.collect.config import CollectConfig
 from observability.collect.selfmetrics import SelfMetrics, serve
+from observability.collect.sources import SOURCES, Source
 from observability.store import Store, StoreError, StoreFullError
 
-__all__ = ["CollectConfig", "CollectRunner"]
+__all__ = ["CollectConfig", "CollectRunner"]  # CollectConfig: re-exported from .config
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class CollectConfig:
-    store: Path
-    url: str | None = None
-    metrics_url: str | None = None
-    log: Path | None = None
-    trace: Path | None = None
-    otlp_port: int | None = None
-    """Start an OTLP/HTTP receiver on 127.0.0.1:PORT (0 picks a free port)."""
-    metrics_port: int | None = None
-    """Serve our own /metrics on 127.0.0.1:PORT (0 picks a free port)."""
-    host: str = "127.0.0.1"
-    """Where both servers listen; anything but loopback is logged as a warning."""
-    interval_s: float = 1.0
-    log_interval_s: float = 0.25
-    checkpoint: Path | None = None
-    """Where the log tailer keeps its position; default: beside the store."""
-    retention_max_age_s: float | None = 7 * 24 * 3600
-    retention_max_bytes: int | None = 2 * 1024**3
-    max_pending: int = 200
-    log_utc_offset_s: int = 0
 
 
 @dataclass
@@ -79,35 +55,35 @@ class CollectRunner:
         self.otlp_url: str | None = None
         self._pending: deque[_Pending] = deque()
         self._stop = threading.Event()
-        self._log: LogCollector | None = None
-        self._scrapers: list[MetricsCollector | StatsCollector] = []
-        self._traces: TraceFileCollector | None = None
-        self._otlp = None
-        self._lines_seen = 0
-        self._skipped_seen: dict[str, int] = {}
+        self.collectors: dict[str, Collector] = {}
+        """The configured sources' collectors, by signal, in :data:`SOURCES` order."""
+        self._sources: list[tuple[Source, Collector]] = []
+        self._started = False
         self.on_stored: Callable[[str, list[object]], None] | None = None
         """Told of each batch once it is in the store (``watch`` feeds its live window)."""
         self._subscriber_failed = False
-        if cfg.metrics_url:
-            self._scrapers.append(MetricsCollector(cfg.metrics_url))
-        if cfg.url:
-            self._scrapers.append(StatsCollector(cfg.url))
-        if cfg.log:
-            checkpoint = cfg.checkpoint or cfg.store.with_name(cfg.store.name + ".tail.json")
-            self._log = LogCollector(cfg.log, checkpoint, cfg.log_utc_offset_s)
-        if cfg.trace:
-            self._traces = TraceFileCollector(cfg.trace)
+        try:
+            for src in SOURCES:
+                collector = src.build(cfg)
+                if collector is not None:
+                    self.collectors[src.signal] = collector
+                    self._sources.append((src, collector))
+        except BaseException:
+            self._close_collectors()
+            self.store.close()
+            raise
 
     # -- lifecycle ---------------------------------------------------------------------
     def start_servers(self) -> None:
         """Idempotent: ``run()`` calls it too."""
         if self.cfg.metrics_port is not None and self.metrics_port is None:
             self.metrics_port = serve(self.metrics, self.cfg.metrics_port, self.cfg.host)
-        if self.cfg.otlp_port is not None and self._otlp is None:
-            from collectors.otlp import OtlpReceiver
-
-            self._otlp = OtlpReceiver(self.cfg.host, self.cfg.otlp_port).start()
-            self.otlp_url = self._otlp.url
+        if not self._started:
+            for collector in self.collectors.values():
+                collector.start()
+            self._started = True
+        receiver = self.collectors.get("otlp")
+        self.otlp_url = getattr(receiver, "url", None)
 
     def stop(self) -> None:
         self._stop.set()
@@ -117,14 +93,18 @@ class CollectRunner:
         wait, or the log has more than ``lag_bytes`` unread (a restart catching up)."""
         if self.state.store_full or len(self._pending) > self.cfg.max_pending // 4:
             return True
-        return self._log is not None and self._log.lag_bytes() > lag_bytes
+        return any(c.health().lag_bytes > lag_bytes for c in self.collectors.values())
 
     def close(self) -> None:
-        if self._otlp is not None:
-            self._otlp.stop()
-        if self._log is not None:
-            self._log.close()
+        self._close_collectors()
         self.store.close()
+
+    def _close_collectors(self) -> None:
+        for collector in self.collectors.values():
+            try:
+                collector.close()
+            except Exception:  # one collector's failure must not leave the others open
+                log.exception("closing the %s collector failed", collector.signal)
 
     def run(
         self, duration_s: float | None = None, on_cycle: Callable[[], None] | None = None
@@ -179,51 +159,30 @@ class CollectRunner:
         self._pending.append(_Pending(part, source, events, commit))
 
     def _scrape(self) -> None:
-        for scraper in self._scrapers:
-            events = scraper.collect()
-            signal = "metrics" if isinstance(scraper, MetricsCollector) else "stats"
-            for e in events:
-                if isinstance(e, ev.ScrapeStatus):
-                    self.metrics.target_up.labels(signal).set(1 if e.up else 0)
-                    if not e.up:
-                        self.metrics.scrape_failures.labels(signal).inc()
-            if events:
-                self._queue(signal, list(events))
+        for src, collector in self._sources:
+            if src.scraped:
+                self._collect(src.signal, collector)
 
     def _read_files(self) -> None:
         # Backpressure: while the store cannot keep up (or is full), files wait on disk
         # instead of piling up in memory; the tail lag shows it.
-        if self.state.store_full or len(self._pending) > self.cfg.max_pending // 2:
-            if self._log is not None:
-                self.metrics.tail_lag_bytes.set(self._log.lag_bytes())
-            return
-        if self._log is not None:
-            for source, events in self._log.collect():
-                self._queue("log", list(events), source)
-            self._queue("log", [], "", self._log.commit)
-            self.metrics.tail_lag_bytes.set(self._log.lag_bytes())
-            self._count_log_stats()
-        if self._traces is not None:
-            spans = self._traces.collect()
-            if spans:
-                self._queue("traces", list(spans), f"{self.cfg.trace}")
-        if self._otlp is not None:
-            spans = self._otlp.collect()
-            if spans:
-                self.metrics.otlp_spans.inc(len(spans))
-                self._queue("otlp", list(spans))
+        lagging = self.state.store_full or len(self._pending) > self.cfg.max_pending // 2
+        for src, collector in self._sources:
+            if src.scraped:
+                continue
+            if lagging:
+                self.metrics.observe(src.signal, [], collector.health())
+            else:
+                self._collect(src.signal, collector)
 
-    def _count_log_stats(self) -> None:
-        assert self._log is not None
-        stats = self._log.stats
-        if stats.lines > self._lines_seen:
-            self.metrics.log_lines_read.inc(stats.lines - self._lines_seen)
-        self._lines_seen = stats.lines
-        for reason, count in stats.skipped.items():
-            seen = self._skipped_seen.get(reason, 0)
-            if reason != "info" and count > seen:
-                self.metrics.log_lines_skipped.labels(reason).inc(count - seen)
-        self._skipped_seen = dict(stats.skipped)
+    def _collect(self, signal: str, collector: Collector) -> None:
+        """One collector's news into the pending queue; its ``commit`` rides on the last
+        batch, so it runs only once everything before it is stored."""
+        batches: list[Batch] = collector.collect()
+        self.metrics.observe(signal, batches, collector.health())
+        for n, (source, events) in enumerate(batches, start=1):
+            last = n == len(batches)
+            self._queue(signal, list(events), source, collector.commit if last else None)
 
     def _flush(self) -> None:
         while self._pending:

@@ -7,9 +7,12 @@ Served by prometheus_client on 127.0.0.1 only unless told otherwise; labels are 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from collectors.base import Batch, Health
+from observability.events import ScrapeStatus
 from observability.netaddr import is_loopback
 
 __all__ = ["SelfMetrics", "serve"]
@@ -56,6 +59,37 @@ class SelfMetrics:
         self.otlp_spans = Counter(
             "triton_obs_otlp_spans_received", "Spans received on the OTLP endpoint", registry=r
         )
+        self._lines_seen = 0
+        self._skipped_seen: dict[str, int] = {}
+
+    def observe(self, signal: str, batches: Sequence[Batch], health: Health) -> None:
+        """What one collector just handed out, and its health, as these metrics.
+
+        Every scrape status sets its signal's ``target_up``; the log's health feeds the
+        lines and lag series and the OTLP receiver's batches the span counter (the names
+        dashboards and alerts already use). Counters follow a collector's totals by delta.
+        """
+        for _source, events in batches:
+            for event in events:
+                if isinstance(event, ScrapeStatus):
+                    self.target_up.labels(signal).set(1 if event.up else 0)
+                    if not event.up:
+                        self.scrape_failures.labels(signal).inc()
+        if signal == "otlp":
+            self.otlp_spans.inc(sum(len(events) for _source, events in batches))
+        elif signal == "log":
+            self._observe_log(health)
+
+    def _observe_log(self, health: Health) -> None:
+        if health.read > self._lines_seen:
+            self.log_lines_read.inc(health.read - self._lines_seen)
+        self._lines_seen = health.read
+        for reason, count in health.skipped.items():
+            seen = self._skipped_seen.get(reason, 0)
+            if reason != "info" and count > seen:
+                self.log_lines_skipped.labels(reason).inc(count - seen)
+        self._skipped_seen = dict(health.skipped)
+        self.tail_lag_bytes.set(health.lag_bytes)
 
 
 def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:

@@ -1,14 +1,35 @@
-"""The store's schema, as numbered migrations applied in order.
+"""The store's schema, as numbered migrations applied in order, and which table each record
+type goes to (:data:`ROUTES`).
 
 Each table keeps the indexed columns detectors filter on and the event's full JSON body.
 Primary keys are the natural identity of each record (file identity + byte offset for log
 lines, target + time for scrapes, trace ids for spans), which makes every write idempotent:
 ingesting the same bundle twice or replaying a log after a crash stores nothing twice.
+
+A new record type is a migration that creates its table and a :class:`Route` in
+:data:`ROUTES`; the store's writer knows no type by name.
 """
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from observability import events as ev
+from observability.store.codec import encode, kind_of
+
+__all__ = [
+    "LOG_TYPES",
+    "MIGRATIONS",
+    "ROUTES",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "TIME_COLUMNS",
+    "Route",
+]
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the first schema.
@@ -102,3 +123,100 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class Route:
+    """How records of one type become rows of one table."""
+
+    table: str
+    sql: str
+    """``INSERT OR IGNORE`` of one row: a duplicate key is counted, never an error."""
+    row: Callable[[Any, str], tuple[Any, ...]] | None = None
+    """``row(event, source)`` → the one row of a record."""
+    rows: Callable[[Any, str], list[tuple[Any, ...]]] | None = None
+    """For a record that is many rows (a scrape's samples), instead of ``row``."""
+
+
+def _labels_key(labels: ev.Labels) -> str:
+    return json.dumps(sorted(labels), separators=(",", ":"))
+
+
+def _log_row(e: Any, source: str) -> tuple[Any, ...]:
+    header = getattr(e, "header", None)
+    at_ns, offset = (header.at_ns, header.offset) if header is not None else (e.at_ns, e.offset)
+    return (
+        source, offset, kind_of(e), at_ns, getattr(e, "request_id", None),
+        getattr(e, "model", None), encode(e),
+    )  # fmt: skip
+
+
+def _trace_row(e: ev.TraceSpan, source: str) -> tuple[Any, ...]:
+    stamps = [ns for _, ns in e.timestamps]
+    return (
+        source or e.source, e.trace_id, e.parent_id, e.model, e.request_id,
+        min(stamps, default=0), max(stamps, default=None), encode(e),
+    )  # fmt: skip
+
+
+def _otlp_row(e: ev.OtlpSpan, _source: str) -> tuple[Any, ...]:
+    return (
+        e.trace_id, e.span_id, e.parent_span_id, e.name, e.service, e.start_ns, e.end_ns,
+        e.status, encode(e),
+    )  # fmt: skip
+
+
+_LOG = Route("log_records", "INSERT OR IGNORE INTO log_records VALUES (?,?,?,?,?,?,?)", _log_row)
+
+LOG_TYPES: tuple[type, ...] = (
+    *(
+        t
+        for name in ev.__all__
+        if isinstance(t := getattr(ev, name), type)
+        and dataclasses.is_dataclass(t)
+        and any(f.name == "header" for f in dataclasses.fields(t))
+    ),
+    ev.StubOutput,
+)
+"""Every record of a log line: those with a ``LogRecord`` header, and a stub's bare text."""
+
+ROUTES: dict[type, Route] = {
+    **{t: _LOG for t in LOG_TYPES},
+    ev.MetricsScrape: Route(
+        "metric_samples",
+        "INSERT OR IGNORE INTO metric_samples VALUES (?,?,?,?,?,?)",
+        rows=lambda e, _source: [
+            (e.target, e.at_ns, s.name, _labels_key(s.labels), s.value, encode(s))
+            for s in e.samples
+        ],
+    ),
+    ev.ScrapeStatus: Route(
+        "scrapes",
+        "INSERT OR IGNORE INTO scrapes VALUES (?,?,?,?)",
+        lambda e, _source: (e.target, e.at_ns, int(e.up), encode(e)),
+    ),
+    ev.ModelStats: Route(
+        "model_stats",
+        "INSERT OR IGNORE INTO model_stats VALUES (?,?,?,?)",
+        lambda e, _source: (e.model, e.version, e.at_ns, encode(e)),
+    ),
+    ev.TraceSpan: Route(
+        "trace_spans", "INSERT OR IGNORE INTO trace_spans VALUES (?,?,?,?,?,?,?,?)", _trace_row
+    ),
+    ev.OtlpSpan: Route(
+        "otlp_spans", "INSERT OR IGNORE INTO otlp_spans VALUES (?,?,?,?,?,?,?,?,?)", _otlp_row
+    ),
+}
+"""Record type → its table. A type not here is not kept (``WriteResult.ignored``)."""
+
+TIME_COLUMNS: dict[str, str] = {
+    "log_records": "at_ns",
+    "metric_samples": "at_ns",
+    "scrapes": "at_ns",
+    "model_stats": "at_ns",
+    "otlp_spans": "start_ns",
+}
+"""Each table's wall-clock column, which retention deletes by. ``trace_spans`` has none:
+Triton's trace timestamps are its monotonic clock."""
+
+TABLES: frozenset[str] = frozenset({*(r.table for r in ROUTES.values()), "findings"})

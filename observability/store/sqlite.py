@@ -18,8 +18,8 @@ from types import TracebackType
 
 from observability import events as ev
 from observability.findings import Finding
-from observability.store.codec import decode, encode, kind_of
-from observability.store.schema import MIGRATIONS, SCHEMA_VERSION
+from observability.store.codec import decode
+from observability.store.schema import MIGRATIONS, ROUTES, SCHEMA_VERSION, TABLES, TIME_COLUMNS
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
 
@@ -54,20 +54,6 @@ class WriteResult:
     rejected: int = 0
     """Events SQLite cannot hold (a time past 2262, text that is not UTF-8): skipped one by
     one so that one poisoned record never blocks the batch it came in."""
-
-
-def _header_fields(event: object) -> tuple[int, int, str | None, str | None]:
-    """(at_ns, offset, request_id, model) of a log event, whatever its kind."""
-    header = getattr(event, "header", None)
-    at_ns = header.at_ns if header is not None else getattr(event, "at_ns", 0)
-    offset = header.offset if header is not None else getattr(event, "offset", 0)
-    request_id = getattr(event, "request_id", None)
-    model = getattr(event, "model", None)
-    return at_ns, offset, request_id, model
-
-
-def _labels_key(labels: ev.Labels) -> str:
-    return json.dumps(sorted(labels), separators=(",", ":"))
 
 
 class Store:
@@ -171,52 +157,19 @@ class Store:
         return st.f_bavail * st.f_frsize < _FULL_BELOW_BYTES
 
     def _insert(self, cur: sqlite3.Cursor, event: object, source: str) -> tuple[int, int] | None:
-        if isinstance(event, ev.MetricsScrape):
-            sql = "INSERT OR IGNORE INTO metric_samples VALUES (?,?,?,?,?,?)"
-            rows = [
-                (event.target, event.at_ns, s.name, _labels_key(s.labels), s.value, encode(s))
-                for s in event.samples
-            ]
+        """``(inserted, duplicates)`` of one record, routed by its type (``schema.ROUTES``);
+        ``None`` for a type the store does not keep."""
+        route = ROUTES.get(type(event))
+        if route is None:
+            return None
+        if route.rows is not None:
+            rows = route.rows(event, source)
             before = self._db.total_changes
-            cur.executemany(sql, rows)
+            cur.executemany(route.sql, rows)
             added = self._db.total_changes - before
             return added, len(rows) - added
-        if isinstance(event, ev.ScrapeStatus):
-            cur.execute(
-                "INSERT OR IGNORE INTO scrapes VALUES (?,?,?,?)",
-                (event.target, event.at_ns, int(event.up), encode(event)),
-            )
-        elif isinstance(event, ev.ModelStats):
-            cur.execute(
-                "INSERT OR IGNORE INTO model_stats VALUES (?,?,?,?)",
-                (event.model, event.version, event.at_ns, encode(event)),
-            )
-        elif isinstance(event, ev.TraceSpan):
-            stamps = [ns for _, ns in event.timestamps]
-            cur.execute(
-                "INSERT OR IGNORE INTO trace_spans VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    source or event.source, event.trace_id, event.parent_id, event.model,
-                    event.request_id, min(stamps, default=0), max(stamps, default=None),
-                    encode(event),
-                ),
-            )  # fmt: skip
-        elif isinstance(event, ev.OtlpSpan):
-            cur.execute(
-                "INSERT OR IGNORE INTO otlp_spans VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    event.trace_id, event.span_id, event.parent_span_id, event.name,
-                    event.service, event.start_ns, event.end_ns, event.status, encode(event),
-                ),
-            )  # fmt: skip
-        elif hasattr(event, "header") or isinstance(event, ev.StubOutput):
-            at_ns, offset, request_id, model = _header_fields(event)
-            cur.execute(
-                "INSERT OR IGNORE INTO log_records VALUES (?,?,?,?,?,?,?)",
-                (source, offset, kind_of(event), at_ns, request_id, model, encode(event)),
-            )
-        else:
-            return None
+        assert route.row is not None
+        cur.execute(route.sql, route.row(event, source))
         return (1, 0) if cur.rowcount == 1 else (0, 1)
 
     def save_findings(self, findings: Iterable[Finding]) -> None:
@@ -256,7 +209,7 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------
     def count(self, table: str) -> int:
-        if table not in _TABLES:
+        if table not in TABLES:
             raise ValueError(f"unknown table {table!r}")
         return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
@@ -380,7 +333,7 @@ class Store:
     def time_range(self) -> tuple[int, int] | None:
         """Earliest and latest event time across tables (ns), ``None`` when empty."""
         lows, highs = [], []
-        for table, col in _TIME_COLUMNS.items():
+        for table, col in TIME_COLUMNS.items():
             lo, hi = self._db.execute(f"SELECT min({col}), max({col}) FROM {table}").fetchone()
             if lo is not None:
                 lows.append(lo)
@@ -422,7 +375,7 @@ class Store:
         with self._db:
             if max_age_s is not None:
                 cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(max_age_s * 1e9)
-                for table, col in _TIME_COLUMNS.items():
+                for table, col in TIME_COLUMNS.items():
                     cur = self._db.execute(f"DELETE FROM {table} WHERE {col} < ?", (cutoff,))
                     deleted += cur.rowcount
         self._db.executescript("PRAGMA incremental_vacuum;")
@@ -431,7 +384,7 @@ class Store:
                 break
             removed = 0
             with self._db:
-                for table, col in _TIME_COLUMNS.items():
+                for table, col in TIME_COLUMNS.items():
                     # The oldest tenth of each table's rows, whatever their time spread.
                     cur = self._db.execute(
                         f"DELETE FROM {table} WHERE {col} <= (SELECT {col} FROM {table} "
@@ -444,13 +397,3 @@ class Store:
             if not removed:
                 break
         return deleted
-
-
-_TIME_COLUMNS = {
-    "log_records": "at_ns",
-    "metric_samples": "at_ns",
-    "scrapes": "at_ns",
-    "model_stats": "at_ns",
-    "otlp_spans": "start_ns",
-}
-_TABLES = {*_TIME_COLUMNS, "trace_spans", "findings"}

@@ -49,8 +49,8 @@ def test_binds_loopback_by_default() -> None:
 
 def test_triton_json_post_is_accepted_queued_and_kept(receiver: OtlpReceiver) -> None:
     assert post(receiver, TRITON_POST) == (200, b"{}")
-    spans = receiver.collect()
-    assert len(spans) == 19 and receiver.collect() == []
+    spans = receiver.drain()
+    assert len(spans) == 19 and receiver.drain() == []
     assert receiver.counters.accepted == 1 and receiver.counters.spans == 19
     (kept,) = list(receiver.keep_dir.glob("*.json"))  # type: ignore[union-attr]
     assert kept.stem.isdigit() and json.loads(kept.read_text()) == json.loads(TRITON_POST)
@@ -60,7 +60,7 @@ def test_gzip_body(receiver: OtlpReceiver) -> None:
     status, _ = post(
         receiver, gzip.compress(TRITON_POST, mtime=0), headers={"Content-Encoding": "gzip"}
     )
-    assert status == 200 and len(receiver.collect()) == 19
+    assert status == 200 and len(receiver.drain()) == 19
 
 
 def test_real_sdk_exporter_protobuf(receiver: OtlpReceiver) -> None:
@@ -85,7 +85,7 @@ def test_real_sdk_exporter_protobuf(receiver: OtlpReceiver) -> None:
             child.add_event("hang", {"hang_s": 1.5})
             child.set_status(Status(StatusCode.ERROR, "late"))
     provider.shutdown()
-    spans = receiver.collect()
+    spans = receiver.drain()
     assert len(spans) == 4  # two exporters, two spans each
     child = next(s for s in spans if s.name == "detector")
     parent = next(s for s in spans if s.name == "router")
@@ -131,7 +131,7 @@ def test_bad_requests_get_their_status(
     assert got == status
     if method != "HEAD":
         assert json.loads(answer)["code"] == status
-    assert receiver.collect() == [] and receiver.counters.rejected == 1
+    assert receiver.drain() == [] and receiver.counters.rejected == 1
     assert post(receiver, TRITON_POST)[0] == 200  # still serving
 
 
@@ -157,7 +157,7 @@ def test_full_queue_drops_and_reports_partial_success(tmp_path: Path) -> None:
         assert status == 200
         partial = json.loads(answer)["partialSuccess"]
         assert partial["rejectedSpans"] == "14"
-        assert len(rx.collect()) == 5 and rx.counters.spans_dropped == 14
+        assert len(rx.drain()) == 5 and rx.counters.spans_dropped == 14
         assert seen == [19] and rx.counters.callback_errors == 1
 
 
@@ -182,5 +182,5 @@ def test_random_bytes_never_crash_the_server(
     headers = {"Content-Encoding": "gzip"} if gz else {}
     status, _ = post(receiver, body, path, ctype, headers=headers)
     assert status in (200, 400, 404, 413, 415)
-    receiver.collect()
+    receiver.drain()
     assert post(receiver, b"{}")[0] == 200

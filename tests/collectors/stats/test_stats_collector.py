@@ -61,12 +61,15 @@ def test_stats_url_forms() -> None:
 
 def test_up_returns_status_then_stats(fake: ThreadingHTTPServer) -> None:
     collector = StatsCollector(_url(fake), timeout_s=5, clock=lambda: 42)
-    events = collector.collect()
+    ((source, events),) = collector.collect()
+    assert source == ""  # each record names its own target
     status = events[0]
     assert isinstance(status, ScrapeStatus) and status.up and status.at_ns == 42
     assert status.target == f"stats {_url(fake)}/v2/models/stats"
     assert len(events) == 8 and all(isinstance(e, ModelStats) and e.at_ns == 42 for e in events[1:])
     assert collector.scrape().body == BODY
+    health = collector.health()
+    assert health.up and health.read == 2 and not health.skipped
 
 
 @pytest.mark.parametrize(
@@ -74,23 +77,24 @@ def test_up_returns_status_then_stats(fake: ThreadingHTTPServer) -> None:
 )
 def test_bad_answers_are_down(fake: ThreadingHTTPServer, mode: str, error: str) -> None:
     _Fake.mode = mode
-    events = StatsCollector(_url(fake), timeout_s=0.3).collect()
-    assert len(events) == 1
-    status = events[0]
+    collector = StatsCollector(_url(fake), timeout_s=0.3)
+    (status,) = collector.collect()[0].events
     assert isinstance(status, ScrapeStatus) and not status.up and error in status.error
+    health = collector.health()
+    assert not health.up and health.last_error == status.error and health.read == 0
 
 
 def test_server_gone_is_a_down_status() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
     url = _url(server)
     server.server_close()
-    (status,) = StatsCollector(url, timeout_s=1).collect()
+    (status,) = StatsCollector(url, timeout_s=1).collect()[0].events
     assert isinstance(status, ScrapeStatus) and not status.up
     assert "refused" in status.error.lower()
 
 
 @pytest.mark.lab
 def test_against_the_lab_triton(triton_lab) -> None:  # type: ignore[no-untyped-def]
-    events = StatsCollector(triton_lab.http_url, timeout_s=10).collect()
+    events = StatsCollector(triton_lab.http_url, timeout_s=10).collect()[0].events
     assert isinstance(events[0], ScrapeStatus) and events[0].up, events[0]
     assert {e.model for e in events[1:] if isinstance(e, ModelStats)} >= {"router", "detector"}

@@ -23,26 +23,28 @@ def test_collector_reads_each_file_once_in_order(tmp_path: Path) -> None:
     collector = TraceFileCollector(tmp_path / "trace.json")
     assert collector.collect() == []
     shutil.copy(DEMO / "trace.json.0", tmp_path)
-    first = collector.collect()
+    first = collector.spans()
     assert {s.source for s in first} == {"trace.json.0"} and len(first) == 20
-    assert collector.collect() == []
+    assert collector.spans() == []
     for name in ("trace.json.1", "trace.json.2"):
         shutil.copy(DEMO / name, tmp_path)
-    rest = collector.collect()
+    ((source, rest),) = collector.collect()
+    assert source == str(tmp_path / "trace.json")  # the store keys spans by file family
     assert len(first) + len(rest) == 42
     assert collector.counters.files_read == 3 and collector.counters.truncated_files == 0
+    assert collector.health().read == 3 and not collector.health().skipped
 
 
 def test_truncated_file_is_held_until_it_settles(tmp_path: Path) -> None:
     text = (DEMO / "trace.json.0").read_text()
     (tmp_path / "trace.json.0").write_text(text[: len(text) // 2])
     collector = TraceFileCollector(tmp_path / "trace.json")
-    assert collector.collect() == []  # may still be being written
-    spans = collector.collect()  # unchanged: the writer is gone
+    assert collector.spans() == []  # may still be being written
+    spans = collector.spans()  # unchanged: the writer is gone
     assert spans and collector.counters.truncated_files == 1
     assert "truncated" in collector.counters.problems[0]
     (tmp_path / "trace.json.0").write_text(text)  # it was not dead after all
-    more = collector.collect()
+    more = collector.spans()
     ids = [s.trace_id for s in spans + more]
     assert len(ids) == len(set(ids)) == 20
 
@@ -52,6 +54,6 @@ def test_truncated_file_followed_by_a_later_one_is_read_at_once(tmp_path: Path) 
     (tmp_path / "trace.json.0").write_text(text[:3000])
     shutil.copy(DEMO / "trace.json.1", tmp_path)
     collector = TraceFileCollector(tmp_path / "trace.json")
-    spans = collector.collect()
+    spans = collector.spans()
     assert {s.source for s in spans} == {"trace.json.0", "trace.json.1"}
     assert collector.counters.truncated_files == 1
