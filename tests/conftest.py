@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from tests.detectors.recording import RecordedRun, record
+from tests.detectors.recording import RecordedRun
+from tests.fixtures.recordings import session_recording
 
 ECHO_CONFIG = """
 name: "echo"
@@ -54,62 +54,15 @@ def echo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_model(tmp_path_factory.mktemp("echo-repo"), "echo", ECHO_CONFIG, ECHO_MODEL)
 
 
-_SHARED_FIXTURE_GROUPS = {
-    "faulty_run": "recordings",
-    "healthy_run": "recordings",
-    "triton_lab": "demo-lab",
-    "security_run": "security",
-}
-"""Session fixtures that start a real Triton (or record a run): their tests share a worker."""
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``), keep each expensive session fixture on one
-    worker, and each module's tests together (module fixtures start labs too).
-
-    ``tryfirst``: xdist's worker reads the ``xdist_group`` marks in its own hook of the same
-    name, registered after this conftest and so called before it; marks added later were
-    ignored, every worker recorded its own copy of each run, and the two recordings' labs
-    competed for the CPU."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        group = next((g for f, g in _SHARED_FIXTURE_GROUPS.items() if f in names), None)
-        item.add_marker(pytest.mark.xdist_group(group or item.nodeid.split("::", 1)[0]))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
-    """Refuse to run when ``--dist loadgroup`` did not group (xdist marks a grouped test by
-    suffixing its node id with ``@group``): two workers would each record the same run and
-    start the same labs at once, and the timing-sensitive recordings would fail for a reason
-    no test names."""
-    config = getattr(node, "config", None)
-    if config is None or config.getvalue("dist") != "loadgroup":
-        return
-    ungrouped = [i for i in ids if "@" not in i]
-    if ungrouped:
-        raise pytest.UsageError(
-            f"--dist loadgroup did not group {len(ungrouped)} tests (e.g. {ungrouped[0]}): "
-            "this pytest-xdist does not work with this pytest (see pyproject.toml's pin)"
-        )
-
-
-def _recorded(name: str, tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
-    reuse = os.environ.get("TRITON_OBS_RECORDINGS")
-    if reuse and (Path(reuse) / name / "recording.json").exists():
-        return RecordedRun.load(Path(reuse) / name)
-    return record(name, tmp_path_factory.mktemp(name), healthy=name == "healthy")
-
-
 @pytest.fixture(scope="session")
 def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
-    """The demo's fault schedule on a real Triton, recorded once per session (detectors and
-    the triage app read it)."""
-    return _recorded("faulty", tmp_path_factory)
+    """The demo's fault schedule on a real Triton: the checked-in recording
+    (tests/fixtures/recordings/faulty), its store ingested once per session. Detectors and
+    the triage app read it."""
+    return session_recording("faulty", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def healthy_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     """The same load with no fault: what every detector must stay silent on."""
-    return _recorded("healthy", tmp_path_factory)
+    return session_recording("healthy", tmp_path_factory)
