@@ -36,7 +36,9 @@ def analyze_store(
     window = Window(
         since_ns=since_ns, until_ns=until_ns, store=store, clock_offset_ns=clock_offset_ns
     )
-    return run_detectors(default_detectors(**settings), window)
+    # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
+    detectors = default_detectors(**settings)  # type: ignore[arg-type]
+    return run_detectors(detectors, window)
 
 
 def analyze_bundle(
@@ -67,7 +69,8 @@ def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> Ana
     window = Window(
         since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
     )
-    return AnalysisResult(run_detectors(default_detectors(**settings), window), report.notes)
+    detectors = default_detectors(**settings)  # type: ignore[arg-type]  # as in analyze_store
+    return AnalysisResult(run_detectors(detectors, window), report.notes)
 
 
 def _event_range(events: list[object]) -> tuple[int, int] | None:

@@ -285,6 +285,17 @@ CATALOGUE: tuple[Pathology, ...] = (
         (),
         "tests/detectors/test_target_down.py",
     ),
+    Pathology(
+        "model_stalled",
+        "critical",
+        "Requests queued for a model that executes nothing, from metrics alone",
+        "ModelStalled",
+        "TritonModelStalled",
+        "findings.rules.yml",
+        (_PENDING, "nv_inference_exec_count"),
+        (),
+        "tests/detectors/test_model_stalled.py",
+    ),
 )
 
 _BY_KIND = MappingProxyType({p.kind: p for p in CATALOGUE})

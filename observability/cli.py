@@ -8,13 +8,17 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from observability import __version__
+
+if TYPE_CHECKING:  # the commands import what they use when they run
+    from observability.findings import Finding
+    from observability.load.client import Outcome
 
 app = typer.Typer(
     help="Observability and tracing for NVIDIA Triton Inference Server pipelines.",
@@ -162,7 +166,7 @@ def load(
     with progress:
         task = progress.add_task("load", total=requests, status="")
 
-        def on_outcome(outcome) -> None:
+        def on_outcome(outcome: Outcome) -> None:
             counts[outcome.status.value] += 1
             progress.update(
                 task,
@@ -193,6 +197,13 @@ def demo(
     ] = False,
     run_dir: Annotated[Path | None, typer.Option(help="keep the run folder here")] = None,
     healthy: Annotated[bool, typer.Option(help="the same load with no faults")] = False,
+    ids: Annotated[
+        str,
+        typer.Option(
+            help="which requests carry ids: all (clients and BLS children), client (clients "
+            "only) or none (as tritonclient and perf_analyzer send by default)"
+        ),
+    ] = "all",
 ) -> None:
     """Start a real Triton with the demo pipeline, inject every fault, and show what happens."""
     from observability.demo.runner import DemoOptions, run_demo
@@ -200,7 +211,9 @@ def demo(
 
     try:
         code = run_demo(
-            DemoOptions(duration_s=duration, run_dir=run_dir, healthy=healthy, ui=not no_ui),
+            DemoOptions(
+                duration_s=duration, run_dir=run_dir, healthy=healthy, ui=not no_ui, ids=ids
+            ),
             console,
         )
     except LabError as err:
@@ -431,7 +444,7 @@ def watch(
         # terminal escape in them may act on the user's terminal.
         return escape(visible_controls(text or ""))
 
-    def show(finding) -> None:
+    def show(finding: Finding) -> None:
         style = {"critical": "red", "warning": "yellow"}.get(finding.severity.value, "dim")
         title = f"{finding.severity.value} {safe(finding.kind)} · {safe(finding.model)}"
         if finding.request_id:

@@ -27,6 +27,8 @@ __all__ = [
     "RequestPrepared",
     "RequestStateChange",
     "ResponseOutput",
+    "StreamRequestRead",
+    "StreamResponse",
     "StubHealth",
     "StubOutput",
 ]
@@ -154,6 +156,34 @@ class FrontendRequest:
     protocol: str
     method: str
     path: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRequestRead:
+    """The gRPC stream handler read one request from a client stream
+    (``Process for ModelStreamInferHandler, rpc_ok=1, context 0, 0 step READ``).
+
+    The request's own ``prepared:`` line (which names the model) follows it. 2.51 prints
+    ``context 0, 0`` for every stream: streams cannot be told apart by these numbers."""
+
+    header: LogRecord
+
+
+@dataclass(frozen=True, slots=True)
+class StreamResponse:
+    """One response of a gRPC stream request handed to the frontend
+    (``ModelStreamInferHandler::StreamInferComplete, context 0, 0 step ISSUED, callback index
+    N, flags F, response is nullptr B``). Names neither model nor request.
+
+    ``index`` counts the responses of one request from 1; ``final`` is the flags' FINAL bit
+    (a decoupled stream's end); ``empty`` a send without a response (a final-flag-only send);
+    ``step`` the handler's state (``ISSUED``, ``CANCELLATION_ISSUED`` after a client cancel)."""
+
+    header: LogRecord
+    index: int
+    final: bool
+    empty: bool
+    step: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,8 @@ class Watcher:
         self.cfg = cfg
         self.runner = CollectRunner(cfg.collect)
         self.exporter = FindingsExporter(self.runner.metrics.registry)
-        self.detectors = default_detectors(**cfg.settings)
+        # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
+        self.detectors = default_detectors(**cfg.settings)  # type: ignore[arg-type]
         self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s)
         self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}

@@ -53,6 +53,8 @@ from observability.events import (
     RequestPrepared,
     RequestStateChange,
     ResponseOutput,
+    StreamRequestRead,
+    StreamResponse,
     StubHealth,
     StubOutput,
 )
@@ -71,6 +73,8 @@ Event = (
     | InstanceExecuting
     | InstanceReleased
     | ResponseOutput
+    | StreamRequestRead
+    | StreamResponse
     | FrontendRequest
     | FrontendCancellation
     | ModelStateChange
@@ -112,6 +116,8 @@ _mk_rel = fast_ctor(InstanceReleased)
 _mk_resp = fast_ctor(ResponseOutput)
 _mk_front = fast_ctor(FrontendRequest)
 _mk_cancel = fast_ctor(FrontendCancellation)
+_mk_sread = fast_ctor(StreamRequestRead)
+_mk_sresp = fast_ctor(StreamResponse)
 _mk_model = fast_ctor(ModelStateChange)
 _mk_stub = fast_ctor(StubHealth)
 _mk_err = fast_ctor(ErrorLine)
@@ -341,6 +347,32 @@ def _h_grpc_handler(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     return None
 
 
+_STREAM_COMPLETE = b"ModelStreamInferHandler::StreamInferComplete, "
+_STREAM_READ = b"Process for ModelStreamInferHandler, rpc_ok=1, "
+
+
+def _h_stream_handler(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    """stream_infer_handler.cc: a request read from a stream, one response of it, or what
+    every gRPC handler logs (new handler, cancellation)."""
+    if line.startswith(_STREAM_COMPLETE, m):
+        s = line.find(b" step ", m, e)
+        i = line.find(b", callback index ", s, e)
+        f = line.find(b", flags ", i, e)
+        n = line.find(b", response is nullptr ", f, e)
+        if min(s, i, f, n) < 0:
+            return None
+        return _mk_sresp(
+            h,
+            int(line[i + 17 : f]),
+            bool(int(line[f + 8 : n]) & 1),
+            line[n + 22 : e] == b"1",
+            _s(line[s + 6 : i]),
+        )
+    if line.startswith(_STREAM_READ, m):
+        return _mk_sread(h) if line.endswith(b" step READ", m, e) else None
+    return _h_grpc_handler(line, m, e, h)
+
+
 def _h_grpc_server(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     if line.startswith(b"Process for ", m) and line.endswith(b" step START", m, e):
         c = line.find(b", rpc_ok=1, ", m, e)
@@ -422,7 +454,7 @@ _DISPATCH = {
     b"http_server.cc": _h_http,
     b"infer_handler.cc": _h_grpc_handler,
     b"infer_handler.h": _h_grpc_handler,
-    b"stream_infer_handler.cc": _h_grpc_handler,
+    b"stream_infer_handler.cc": _h_stream_handler,
     b"grpc_server.cc": _h_grpc_server,
     b"model_lifecycle.cc": _h_lifecycle,
     b"server.cc": _h_server,
@@ -441,6 +473,8 @@ _PREFIXES: dict[bytes, tuple[bytes, ...]] = {
     b"stream_infer_handler.cc": (
         b"New request handler for ",
         b"Cancellation notification received",
+        _STREAM_COMPLETE,
+        _STREAM_READ,
     ),
     b"grpc_server.cc": (b"Process for ",),
     b"model_lifecycle.cc": (b"loading: ", b"successfully ", b"failed to load '"),
@@ -604,7 +638,7 @@ def _emit_header_line(
             stats.skipped["info"] += 1
             return None
         rec = _h_stub(line, m, e, h) or _mk_err(h, _text(line[close + 2 : _end(line)], stats))
-    return rec  # type: ignore[no-any-return]
+    return rec
 
 
 def _end(line: bytes) -> int:
@@ -657,7 +691,7 @@ def _stub_text(raw: bytes, off: int, st: _State, stats: ParseStats) -> StubOutpu
     if len(text) > MAX_TEXT:
         stats.skipped["truncated_text"] += 1
         text = text[:MAX_TEXT]
-    return _mk_out(st.at_ns, off, text)  # type: ignore[no-any-return]
+    return _mk_out(st.at_ns, off, text)
 
 
 _GLUED_HEAD = re.compile(
@@ -718,6 +752,7 @@ def parse_lines(
     pending: bytes | None = None
     last_at = 0
     block = 0
+    rec: Event | None
     try:
         for line in _unglued(lines):
             if pending is not None:

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import repeat
+from typing import cast
 
 from observability.events import Labels, MetricFamily, MetricSample, MetricType
 
@@ -73,11 +74,12 @@ if tuple(f.name for f in fields(MetricSample)) != (
     "timestamp_ms",
 ):  # pragma: no cover - a guard for whoever changes observability/events.py
     raise RuntimeError("MetricSample changed: update the slot writes in _Parser.fast_chunk")
-_set_name = MetricSample.name.__set__  # type: ignore[attr-defined]
-_set_labels = MetricSample.labels.__set__  # type: ignore[attr-defined]
-_set_value = MetricSample.value.__set__  # type: ignore[attr-defined]
-_set_family = MetricSample.family.__set__  # type: ignore[attr-defined]
-_set_timestamp = MetricSample.timestamp_ms.__set__  # type: ignore[attr-defined]
+_slots = vars(MetricSample)  # the slot descriptors (typed Any: mypy sees only the fields)
+_set_name = _slots["name"].__set__
+_set_labels = _slots["labels"].__set__
+_set_value = _slots["value"].__set__
+_set_family = _slots["family"].__set__
+_set_timestamp = _slots["timestamp_ms"].__set__
 # Optional C extension doing the same float() calls and slot writes without the
 # interpreter in between (identical results; see _fastmetrics.c). ACCELERATED says which.
 try:
@@ -182,7 +184,7 @@ class _Parser:
     def __init__(self, problems: list[ParseProblem] | None) -> None:
         self.problems = problems
         self.done: list[MetricFamily] = []
-        caches = (_SERIES_NAME, _HEAD_CACHE, _LABEL_CACHE, _LABEL_NAMES_OK)
+        caches: tuple[Sized, ...] = (_SERIES_NAME, _HEAD_CACHE, _LABEL_CACHE, _LABEL_NAMES_OK)
         if max(map(len, caches)) > _CACHE_LIMIT:
             _clear_caches()
         self.name_ok: set[str] = set()
@@ -267,6 +269,8 @@ class _Parser:
             return False
         lines = chunk.split("\n")
         count = len(lines)
+        heads: Sequence[str]
+        value_tokens: Sequence[str]
         if chunk.count(" ") == count and all(map(str.__contains__, lines, _SPACE)):
             # One space on every line, so one split of the whole run cannot be shifted by
             # a line with a missing or extra field: heads and values alternate.
@@ -327,9 +331,10 @@ class _Parser:
         for name in set(names):
             if not _METRIC_NAME.match(name):
                 return None
+        decoded = cast("list[Labels]", labels)  # every None was filled in above
         _SERIES_NAME.update(zip(heads, names, strict=True))
-        _SERIES_LABELS.update(zip(heads, labels, strict=True))
-        return list(names), labels  # type: ignore[return-value]
+        _SERIES_LABELS.update(zip(heads, decoded, strict=True))
+        return list(names), decoded
 
     def slow_chunk(self, number: int, chunk: str) -> None:
         for offset, raw in enumerate(chunk.split("\n")):

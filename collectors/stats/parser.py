@@ -125,10 +125,11 @@ def _model(entry: Any, at_ns: int, index: int) -> ModelStats:
 
 def _entries(answer: str | bytes | Mapping[str, Any]) -> list[Any]:
     if isinstance(answer, (str, bytes)):
+        raw = answer
         try:
-            answer = json.loads(answer)
+            answer = json.loads(raw)
         except (ValueError, RecursionError) as err:  # JSONDecodeError, bad UTF-8, 4300+ digits
-            text = answer[:60] if isinstance(answer, str) else answer[:60].decode(errors="replace")
+            text = raw[:60] if isinstance(raw, str) else raw[:60].decode(errors="replace")
             raise StatsParseError(f"not JSON ({err}): {text!r}") from None
     if not isinstance(answer, Mapping):
         raise StatsParseError(f"expected an object with model_stats, got {answer!r:.60}")

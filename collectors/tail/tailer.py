@@ -350,8 +350,11 @@ class Tailer:
         for off, length in res.skipped:
             self._counts["lines_skipped_too_long"] += 1
             self._emit(LineTooLong(reader.path, identity, off, length))
+        items: list[tuple[int, Line | None, int]]
         if res.skipped:  # merge lines and skip markers in file order into the pending queue
-            marks = [(off, None, off + length) for off, length in res.skipped]
+            marks: list[tuple[int, Line | None, int]] = [
+                (off, None, off + length) for off, length in res.skipped
+            ]
             items = sorted([(ln.offset, ln, ln.end) for ln in lines] + marks, key=lambda t: t[0])
         else:
             items = [(ln.offset, ln, ln.end) for ln in lines]

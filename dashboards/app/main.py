@@ -26,12 +26,12 @@ def _page() -> str:
     if "nav" not in st.session_state:
         wanted = st.query_params.get("page", "now")
         st.session_state["nav"] = wanted if wanted in state.PAGES else "now"
-    page = st.sidebar.radio(
-        "Page", list(state.PAGES), format_func=state.PAGES.__getitem__, key="nav"
+    page = str(
+        st.sidebar.radio("Page", list(state.PAGES), format_func=state.PAGES.__getitem__, key="nav")
     )
     if st.query_params.get("page") != page:
         st.query_params["page"] = page
-    return str(page)
+    return page
 
 
 def main() -> None:

@@ -15,7 +15,14 @@ from grafana_foundation_sdk.builders import dashboard
 
 from dashboards.grafana.common import RATE, query, stat_panel, timeseries_panel
 
-__all__ = ["SEL", "calls_row", "capacity_row", "errors_row", "tempo_explore_url"]
+__all__ = [
+    "SEL",
+    "calls_row",
+    "capacity_row",
+    "errors_row",
+    "streams_row",
+    "tempo_explore_url",
+]
 
 SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
 EDGE = 'job=~"$job",instance=~"$instance",parent=~"$model"'
@@ -167,5 +174,46 @@ def errors_row() -> list[dashboard.Row | object]:
                 )
             ],
             span=24,
+        ),
+    ]
+
+
+def streams_row() -> list[dashboard.Row | object]:
+    """Decoupled (streaming) models tracked by ``bls.response_sender``: Triton releases such a
+    request before its responses, so only the library sees a stream that stops early."""
+    return [
+        dashboard.Row("Decoupled streams"),
+        timeseries_panel(
+            "Streams open and stalled now",
+            "Response streams without their final flag yet, and those of them that sent "
+            "nothing for longer than the library's stall deadline (a token stream that stopped "
+            "half-way).",
+            [
+                query(
+                    f"sum by (model) (triton_obs_bls_streams_open{{{SEL}}})",
+                    "open {{model}}",
+                ),
+                query(
+                    f"sum by (model) (triton_obs_bls_streams_stalled{{{SEL}}})",
+                    "stalled {{model}}",
+                ),
+            ],
+        ),
+        timeseries_panel(
+            "Stream responses/s and new stalls",
+            "Responses sent through tracked streams per second, and stalls newly reported in "
+            "each window.",
+            [
+                query(
+                    f"sum by (model) (rate(triton_obs_bls_stream_responses_total{{{SEL}}}"
+                    f"[{RATE}]))",
+                    "responses/s {{model}}",
+                ),
+                query(
+                    f"sum by (model) (increase(triton_obs_bls_streams_stalled_total{{{SEL}}}"
+                    f"[{RATE}]))",
+                    "new stalls {{model}}",
+                ),
+            ],
         ),
     ]

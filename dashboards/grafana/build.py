@@ -101,7 +101,7 @@ def bls_pipelines() -> dashboard.Dashboard:
             "triton_obs_bls_thread_pool_capacity",
             "model",
         ),
-        [bls.calls_row(), bls.capacity_row(), bls.errors_row()],
+        [bls.calls_row(), bls.capacity_row(), bls.errors_row(), bls.streams_row()],
     )
 
 

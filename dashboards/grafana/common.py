@@ -89,19 +89,24 @@ def timeseries_panel(
         .show_points(common.VisibilityMode.NEVER)
         .legend(
             common_builder.VizLegendOptions()
-            .display_mode(common.LegendDisplayMode.TABLE)
+            # The SDK's enums are enum.StrEnum (3.11+, as is the SDK): mypy's 3.10 target
+            # sees them as str. Same for the two below.
+            .display_mode(common.LegendDisplayMode.TABLE)  # type: ignore[arg-type]
             .placement(common.LegendPlacement.BOTTOM)
             .show_legend(True)
             .calcs(["mean", "max", "lastNotNull"])
         )
         .tooltip(
             common_builder.VizTooltipOptions()
-            .mode(common.TooltipDisplayMode.MULTI)
+            .mode(common.TooltipDisplayMode.MULTI)  # type: ignore[arg-type]
             .sort(common.SortOrder.DESCENDING)
         )
     )
     if stack:
-        panel = panel.stacking(common_builder.StackingConfig().mode(common.StackingMode.NORMAL))
+        stacking = common_builder.StackingConfig().mode(
+            common.StackingMode.NORMAL  # type: ignore[arg-type]
+        )
+        panel = panel.stacking(stacking)
     for i, target in enumerate(targets):
         panel = panel.with_target(target.ref_id(chr(ord("A") + i)))
     return panel

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
+from observability.bls import streams as _streams
 from observability.bls.calls import CallScope, Instrumenter
 from observability.bls.metrics import CATALOGUE, MetricSpec
 from observability.bls.settings import Settings, resolve
@@ -41,6 +42,7 @@ __all__ = [
     "callback",
     "child_request",
     "exec",
+    "response_sender",
     "setup",
     "shutdown",
     "stream_exec",
@@ -77,13 +79,20 @@ def setup(
         return None
     if pb_utils is None:
         try:
-            import triton_python_backend_utils as pb_utils  # type: ignore[import-not-found]
+            import triton_python_backend_utils as _pb_utils
         except ImportError:
-            pb_utils = None
+            pass
+        else:
+            pb_utils = _pb_utils
     from observability.bls.export import build_exporter
 
     holder: list[Instrumenter] = []
-    queue = build_exporter(resolved, lambda reason, n: holder and holder[0].on_drop(reason, n))
+
+    def on_drop(reason: str, n: int) -> None:
+        if holder:
+            holder[0].on_drop(reason, n)
+
+    queue = build_exporter(resolved, on_drop)
     inst = Instrumenter(resolved, queue, pb_utils)
     holder.append(inst)
     _active = inst
@@ -96,6 +105,7 @@ def shutdown(timeout_s: float | None = None) -> None:
     inst, _active = _active, None
     if inst is not None:
         try:
+            _streams.stop(inst)
             inst.shutdown(timeout_s)
         except Exception as exc:
             print(f"triton-obs bls: shutdown: {exc!r}", file=sys.stderr, flush=True)
@@ -134,6 +144,13 @@ def exec(
 def stream_exec(request: Any, infer_request: Any, model: str | None = None) -> Iterator[Any]:
     """A decoupled child's responses (``exec(decoupled=True)``); the span ends with the stream."""
     return exec(request, infer_request, True, model)
+
+
+def response_sender(request: Any) -> Any:
+    """``bls.response_sender(request)`` instead of ``request.get_response_sender()`` in a
+    decoupled model: the same sender, and the stream is tracked (responses, the final flag)
+    and reported while it sends nothing for ``stream_stall_s`` (see ``bls/streams.py``)."""
+    return _streams.response_sender(_active, request)
 
 
 def call(request: Any, infer_request: Any, model: str | None = None) -> CallScope:
@@ -215,7 +232,7 @@ def child_request(
     """A ``pb_utils.InferenceRequest`` whose id is ``<parent id>.<suffix or model>`` (empty when
     the parent has none) and whose trace is the parent's, so Triton's log and trace file join
     with our spans. Extra keyword arguments go to ``InferenceRequest``."""
-    import triton_python_backend_utils as pb_utils  # type: ignore[import-not-found]
+    import triton_python_backend_utils as pb_utils
 
     parent_id = request.request_id()
     kwargs.setdefault("request_id", f"{parent_id}.{suffix or model_name}" if parent_id else "")

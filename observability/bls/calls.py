@@ -95,7 +95,7 @@ class Instrumenter:
         self._bound = ratio_bound(settings.sample_ratio)
         self.metrics = BlsMetrics(settings.model, settings.instance)
         self.publisher = Publisher(self.metrics, pb_utils if settings.metrics else None)
-        self.inflight = InFlight()
+        self.inflight: InFlight[Call] = InFlight()
         self.watchdog = Watchdog(
             self.inflight, settings.deadline_s, self._report_hung, self._publish
         )
@@ -103,7 +103,7 @@ class Instrumenter:
         self._loop: Any = None
         self._hung_children: set[str] = set()
         self._hung_lines = 0
-        self._base_attrs = {
+        self._base_attrs: dict[str, Any] = {
             "triton.bls.parent.model": settings.model,
             "triton.bls.parent.instance": settings.instance,
         }
@@ -226,6 +226,7 @@ class Instrumenter:
         responses: int | None = None,
     ) -> None:
         self.inflight.remove(call)
+        error: str | None
         if exc is not None:
             outcome = "cancelled" if isinstance(exc, asyncio.CancelledError) else "exception"
             error = f"{type(exc).__name__}: {exc}"

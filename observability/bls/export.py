@@ -56,7 +56,13 @@ class ExportQueue:
         self.exported = 0
         self._init_state()
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (q := ref()) and q._init_state())
+
+        def after_fork() -> None:
+            queue = ref()
+            if queue is not None:
+                queue._init_state()
+
+        os.register_at_fork(after_in_child=after_fork)
 
     def _init_state(self) -> None:
         self._lock = threading.Lock()  # never taken by the worker

@@ -20,9 +20,9 @@ import traceback
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Call", "InFlight", "Watchdog"]
+__all__ = ["Call", "InFlight", "Tracked", "Watchdog"]
 
 _STACK_LIMIT = 12
 
@@ -70,28 +70,39 @@ class Call:
         return ""
 
 
-class InFlight:
-    """Calls in flight in this stub, keyed by a counter (dict ops are atomic under the GIL)."""
+class Tracked(Protocol):
+    """What the registry and the watchdog need of a tracked item (a call, a stream)."""
+
+    key: int
+    started: float
+    hung_at: float | None
+
+
+T = TypeVar("T", bound=Tracked)
+
+
+class InFlight(Generic[T]):
+    """Items in flight in this stub, keyed by a counter (dict ops are atomic under the GIL)."""
 
     def __init__(self) -> None:
-        self._calls: dict[int, Call] = {}
+        self._calls: dict[int, T] = {}
         self._ids = itertools.count(1)
         self.peak = 0
 
-    def add(self, call: Call) -> None:
+    def add(self, call: T) -> None:
         call.key = next(self._ids)
         self._calls[call.key] = call
         n = len(self._calls)
         if n > self.peak:
             self.peak = n
 
-    def remove(self, call: Call) -> None:
+    def remove(self, call: T) -> None:
         self._calls.pop(call.key, None)
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    def calls(self) -> list[Call]:
+    def calls(self) -> list[T]:
         return list(self._calls.values())
 
 
@@ -102,14 +113,14 @@ def current_task() -> Any:
         return None
 
 
-class Watchdog:
+class Watchdog(Generic[T]):
     """A daemon thread: hung-call reports every ``tick_s``, ``on_publish`` every ``publish_s``."""
 
     def __init__(
         self,
-        inflight: InFlight,
+        inflight: InFlight[T],
         deadline_s: float,
-        on_hung: Callable[[Call, float], None],
+        on_hung: Callable[[T, float], None],
         on_publish: Callable[[], None],
         publish_s: float = 1.0,
     ) -> None:
@@ -122,7 +133,13 @@ class Watchdog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: (w := ref()) and w._after_fork())
+
+        def after_fork() -> None:
+            watchdog = ref()
+            if watchdog is not None:
+                watchdog._after_fork()
+
+        os.register_at_fork(after_in_child=after_fork)
 
     def start(self) -> None:
         if self._thread is None:
@@ -144,7 +161,7 @@ class Watchdog:
             self._thread.join(timeout_s)
         self._on_publish()
 
-    def check(self, now: float | None = None) -> list[Call]:
+    def check(self, now: float | None = None) -> list[T]:
         """Report calls past the deadline not reported yet; returns them (for tests)."""
         now = time.monotonic() if now is None else now
         found = []

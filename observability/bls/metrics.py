@@ -89,6 +89,30 @@ CATALOGUE: tuple[MetricSpec, ...] = (
         "BLS calls that were ever reported hung",
     ),
     MetricSpec(
+        "triton_obs_bls_streams_open",
+        "GAUGE",
+        ("model", "instance"),
+        "Decoupled response streams open (no final flag sent yet) in this instance",
+    ),
+    MetricSpec(
+        "triton_obs_bls_streams_stalled",
+        "GAUGE",
+        ("model", "instance"),
+        "Open decoupled streams that sent nothing for longer than the stall deadline, now",
+    ),
+    MetricSpec(
+        "triton_obs_bls_streams_stalled_total",
+        "COUNTER",
+        ("model", "instance"),
+        "Stalls of decoupled streams ever reported (a stream that stalls twice counts twice)",
+    ),
+    MetricSpec(
+        "triton_obs_bls_stream_responses_total",
+        "COUNTER",
+        ("model", "instance"),
+        "Responses sent through tracked decoupled streams (the final-flag-only send excluded)",
+    ),
+    MetricSpec(
         "triton_obs_bls_callback_errors",
         "COUNTER",
         ("model", "instance", "kind"),
@@ -163,7 +187,7 @@ class Publisher:
 
     def __init__(self, metrics: BlsMetrics, pb_utils: Any | None) -> None:
         self._metrics = metrics
-        self._pb = pb_utils
+        self._pb: Any = pb_utils  # None disables publishing (see enabled)
         self._families: dict[str, Any] = {}
         self._series: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._published: dict[tuple[str, tuple[str, ...]], float] = {}

@@ -32,6 +32,9 @@ class Settings:
     """OTLP/HTTP traces URL (``http://host:4318/v1/traces``); None: no span export."""
     deadline_s: float = 30.0
     """A BLS call in flight longer than this is reported as hung while it is still hung."""
+    stream_stall_s: float | None = None
+    """A decoupled stream (``bls.response_sender``) that sends nothing for this long is reported
+    stalled while it is stalled; None: ``deadline_s``."""
     sample_ratio: float = 1.0
     metrics: bool = True
     """Publish ``triton_obs_bls_*`` through ``pb_utils.MetricFamily`` (Triton's /metrics)."""
@@ -96,6 +99,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "enabled": _bool,
     "endpoint": _endpoint,
     "deadline_s": _positive_float,
+    "stream_stall_s": _positive_float,
     "sample_ratio": _ratio,
     "metrics": _bool,
     "queue_size": _positive_int,

@@ -20,7 +20,7 @@ from observability.demo.scenario import DEMO_STEPS, Scenario
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.findings import Finding
-from observability.lab import LabConfig, TritonLab, demo_repository
+from observability.lab import LabConfig, TritonLab, demo_env, demo_repository
 from observability.load import LoadConfig, run_load
 from observability.report import findings_table
 from observability.store import Store
@@ -35,6 +35,8 @@ class DemoOptions:
     run_dir: Path | None = None
     healthy: bool = False
     ui: bool = True
+    ids: str = "all"
+    """Which requests carry ids (``observability.lab.IDS_MODES``)."""
     concurrency: int = 2
 
 
@@ -81,6 +83,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
             # Write traces as they complete: a hung request makes Triton's shutdown hit its
             # exit timeout, and then the at-exit trace file is never written.
             trace_log_frequency=50,
+            env=demo_env(options.ids),
         )
     )
     with console.status("starting tritonserver with the demo pipeline…"):
@@ -109,7 +112,11 @@ def run_demo(options: DemoOptions, console: Console) -> int:
     watching.start()
     console.print(f"  findings as Prometheus metrics: {watcher_url(watcher)}")
     scenario = Scenario(
-        lab.grpc_url, () if options.healthy else DEMO_STEPS, events.append, lab.run_dir
+        lab.grpc_url,
+        () if options.healthy else DEMO_STEPS,
+        events.append,
+        lab.run_dir,
+        ids=options.ids,
     )
     stop = threading.Event()
     live = LiveMetrics(lab.metrics_url)
@@ -120,6 +127,7 @@ def run_demo(options: DemoOptions, console: Console) -> int:
         duration_s=options.duration_s,
         timeout_s=10.0,
         run_tag="demo-load",
+        ids=options.ids,
     )
     result: dict[str, object] = {}
 

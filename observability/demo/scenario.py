@@ -104,11 +104,13 @@ class Scenario:
         on_event: Callable[[str], None] | None = None,
         run_dir: Path | None = None,
         healthy_twin: bool = False,
+        ids: str = "all",
     ) -> None:
         """``healthy_twin`` sends the same requests at the same times with no fault asked for
         (and a real but eager reload for cold start): the load a detector must stay quiet on."""
         self.url = url
         self.healthy_twin = healthy_twin
+        self.ids = ids
         self.run_dir = run_dir
         self.steps = steps
         self.injections: list[Injection] = []
@@ -193,7 +195,7 @@ class Scenario:
         import random
 
         step = injection.step
-        client = TritonClient(self.url, step.timeout_s)
+        client = TritonClient(self.url, step.timeout_s, send_ids=self.ids != "none")
         try:
             outcome = client.infer(
                 step.model,

@@ -15,13 +15,22 @@ run. A finding is made for each blocked request whose own ancestor holds its mod
 cycle closes through it); other blocked requests queued behind the cycle are listed as its
 victims. Instance counts are the instances seen executing in the window (``model M, instance
 I, executing N requests``), a lower bound; a holder's instance counts as well.
+
+Without request ids the same fixed point runs over instance lifecycles (``waits.py``): a
+queued request that is a possible BLS call of a stuck batch stays blocked while every known
+instance of its model is held by stuck batches whose calls are all queued and blocked (none
+waits on a call that another instance is executing: that would be a hang, not a cycle). The
+cycle closes when a holder of the model is itself a possible caller of the blocked request.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.instances import Admitted, Execution
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.waits import Waits, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -46,6 +55,12 @@ class BlsDeadlockDetector:
     kind: str = "bls_deadlock"
 
     def detect(self, window: Window) -> list[Finding]:
+        found = self._by_ids(window)
+        named = {f.model for f in found}
+        waits = waits_of(window, DeadlinePolicy(ceiling_s=self.min_pending_s))
+        return found + [f for f in self._without_ids(window, waits) if f.model not in named]
+
+    def _by_ids(self, window: Window) -> list[Finding]:
         reqs = requests_of(window)
         now = window.until_ns
         limit = int(self.min_pending_s * 1e9)
@@ -125,6 +140,103 @@ class BlsDeadlockDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+    def _without_ids(self, window: Window, waits: Waits) -> list[Finding]:
+        now = window.until_ns
+        limit = now - int(self.min_pending_s * 1e9)
+        blocked = {
+            id(r): r
+            for queue in waits.instances.queued.values()
+            for r in queue
+            if not r.request_id and r.prepared_ns <= limit and id(r) in waits.callers
+        }
+        changed = True
+        while changed:
+            changed = False
+            for key, r in list(blocked.items()):
+                if not _held_by_blocked(waits, r.model, blocked):
+                    del blocked[key]
+                    changed = True
+        out: dict[str, Finding] = {}
+        for r in sorted(blocked.values(), key=lambda x: x.prepared_ns):
+            holders = [h for h in waits.instances.busy(r.model) if h in waits.callers[id(r)]]
+            if holders and r.model not in out:
+                victims = [v for v in waits.victims(r.model, now) if id(v) not in blocked]
+                out[r.model] = self._idless_finding(now, r, holders[0], waits, victims)
+        return list(out.values())
+
+    def _idless_finding(
+        self, now: int, child: Admitted, holder: Execution, waits: Waits, victims: list[Admitted]
+    ) -> Finding:
+        callers = len(waits.callers[id(child)])
+        who = f"'{holder.ids[0]}'" if holder.ids else "a request without an id"
+        summary = (
+            f"{holder.instance} of {child.model} has been executing {who} for "
+            f"{holder.age_s(now):.1f} s while a request to {child.model} (no request id) admitted "
+            f"{(child.prepared_ns - holder.start_ns) / 1e6:.0f} ms after it started has been "
+            f"queued for {(now - child.prepared_ns) / 1e9:.1f} s, and every known instance of "
+            f"{child.model} is held by a batch that waits only on queued calls: a BLS deadlock "
+            f"through the instances (a call into the caller's own model)"
+        )
+        if callers > 1:
+            summary += f"; the queued call is one of {callers} candidate callers' calls"
+        summary += (
+            ". The requests carry no id, so the cycle is read from instance lifecycles and "
+            "admission times."
+        )
+        if victims:
+            summary += f" {len(victims)} more request(s) to {child.model} are queued behind it."
+        evidence = [
+            Evidence(
+                "log",
+                holder.start_ns,
+                log_ref(holder.offset),
+                f"model {holder.model}, instance {holder.instance}, executing {holder.count} "
+                f"requests; not released after {holder.age_s(now):.1f} s",
+            ),
+            Evidence(
+                "log",
+                child.prepared_ns,
+                log_ref(child.offset),
+                f"prepared: model {child.model} (no request id); never executing",
+            ),
+        ]
+        evidence += [
+            Evidence(
+                "log",
+                v.prepared_ns,
+                log_ref(v.offset),
+                f"prepared: request id: {v.request_id}, model: {v.model}; queued behind the "
+                "deadlock",
+            )
+            for v in victims[: self.max_victims_named]
+        ]
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=child.model,
+            instance=holder.instance,
+            request_id=holder.ids[0] if holder.ids else None,
+            first_seen_ns=min(now, child.prepared_ns + int(self.min_pending_s * 1e9)),
+            last_seen_ns=now,
+            summary=summary,
+            evidence=tuple(evidence),
+            advice=ADVICE,
+        )
+
+
+def _held_by_blocked(waits: Waits, model: str, blocked: dict[int, Admitted]) -> bool:
+    """Every known instance of the model is held by a stuck batch whose calls are all
+    blocked (see the module docstring)."""
+    if not waits.instances.all_busy(model):
+        return False
+    for holder in waits.instances.busy(model):
+        calls = waits.calls.get(id(holder), [])
+        if not waits.is_stuck(holder) or not calls:
+            return False
+        if any(c.held_by is not None or id(c.request) not in blocked for c in calls):
+            return False
+    return True
 
 
 def _blocked(

@@ -11,13 +11,28 @@ again, so one hang is one alert. A child is reported on its own only when its pa
 itself hung (released, or not in the window). A deadlock's parent is a hung request too: this
 finding says the request is stuck and which child it waits on (queued, never started);
 ``bls_deadlock`` says why that child can never start.
+
+Without request ids (real clients send none, ``pb_utils.InferenceRequest`` children have none)
+the same story is read from instance lifecycles (``instances.py``, ``waits.py``): a batch that
+holds its instance past its model's deadline is stuck; its BLS calls are the requests admitted
+after it started and still open; one finding per model names its stuck instances, what they
+wait on and how sure that is. Requests queued behind a stuck model past their deadline are its
+victims, counted (and named where they have ids) in the finding of what blocks them.
+
+Deadlines fit the model (``deadlines.py``): ``deadline_s`` is the ceiling, below it a request
+is hung when the batch holding it (or the call it waits on) is stuck past its own model's
+learned deadline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
+from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.instances import Execution
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.waits import Call, Waits, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -36,21 +51,29 @@ ADVICE = (
 
 @dataclass
 class HungRequestDetector:
-    """A request EXECUTING for more than ``deadline_s`` at the window's end."""
+    """A request (or an id-less batch) executing past its deadline at the window's end."""
 
     deadline_s: float = 10.0
+    """The ceiling: past it every open request is hung, whatever its model's latency."""
+    floor_s: float = 2.0
+    multiple: float = 10.0
+    deadlines: Mapping[str, float] = field(default_factory=dict)
+    """Per-model deadlines that override the learned ones."""
     max_children_named: int = 5
     kind: str = "hung_request"
 
+    @property
+    def policy(self) -> DeadlinePolicy:
+        return DeadlinePolicy(
+            self.deadline_s, self.floor_s, self.multiple, overrides=self.deadlines
+        )
+
     def detect(self, window: Window) -> list[Finding]:
         reqs = requests_of(window)
+        waits = waits_of(window, self.policy)
         now = window.until_ns
-        limit = int(self.deadline_s * 1e9)
-        hung = [
-            c
-            for c in reqs.lifecycles
-            if c.open and c.executing_ns is not None and now - c.executing_ns > limit
-        ]
+        by_id = _executions_by_id(waits)
+        hung = [c for c in reqs.lifecycles if self._hung(c, now, waits, by_id)]
         hung_ids = {c.request_id for c in hung}
         children = reqs.open_children(hung_ids)
         reported: set[str] = set()
@@ -65,12 +88,77 @@ class HungRequestDetector:
                 # An id reused by another request (clients do reuse ids): report this one.
                 outer = cycle
             steps = [c for c in reqs.by_id[rid] if c.open and c is not outer]
-            waits = _leaves(reqs, children, rid) + steps
-            out.append(self._finding(window, reqs, outer, waits))
+            waits_on = _leaves(reqs, children, rid) + steps
+            execution = by_id.get(rid)
+            calls = waits.leaves(execution) if execution is not None and not waits_on else []
+            out.append(self._finding(window, reqs, outer, waits_on, calls, waits))
+        out += self._idless(window, waits, reported)
         return out
 
+    def _hung(self, c: Lifecycle, now: int, waits: Waits, by_id: dict[str, Execution]) -> bool:
+        if not c.open or c.executing_ns is None:
+            return False
+        if now - c.executing_ns > self.policy.ceiling(c.model) * 1e9:
+            return True
+        execution = by_id.get(c.request_id)
+        return execution is not None and waits.is_stuck(execution)
+
+    def _idless(self, window: Window, waits: Waits, reported: set[str]) -> list[Finding]:
+        """One finding per model for stuck batches that hold no request with an id."""
+        top: dict[str, list[Execution]] = {}
+        for e in waits.stuck:
+            if e.ids:
+                continue  # the lifecycles of its ids tell it
+            if waits.is_call(e):
+                continue  # named in the finding of the batch that called it
+            top.setdefault(e.model, []).append(e)
+        return [self._model_finding(window, waits, m, es) for m, es in top.items()]
+
+    def _model_finding(
+        self, window: Window, waits: Waits, model: str, stuck: list[Execution]
+    ) -> Finding:
+        now = window.until_ns
+        known = len(waits.instances.model_instances.get(model, ()))
+        held = ", ".join(
+            f"{e.instance} ({e.age_s(now):.1f} s, batch of {e.count})"
+            for e in stuck[: self.max_children_named]
+        )
+        deadline = waits.deadline_s(model)
+        summary = (
+            f"{len(stuck)} of {known} known instance(s) of {model} have been executing one "
+            f"batch past its {deadline:g} s deadline without releasing it: {held}"
+        )
+        calls = [c for e in stuck for c in waits.leaves(e)]
+        summary += "; " + _describe_calls(calls, now, self.max_children_named)
+        summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
+        summary += (
+            f". The requests carry no id, so these are read from instance lifecycles; "
+            f"deadline: {waits.explain(model)}"
+        )
+        evidence = [_execution_evidence(e, now) for e in stuck[: self.max_children_named]]
+        evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
+        evidence += _victim_evidence(waits, [model, *(c.request.model for c in calls)], now)
+        first = min(e.start_ns for e in stuck) + int(deadline * 1e9)
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=model,
+            instance=stuck[0].instance if len(stuck) == 1 else None,
+            summary=summary + ".",
+            advice=ADVICE,
+            first_seen_ns=min(first, now),
+            last_seen_ns=now,
+            evidence=tuple(evidence),
+        )
+
     def _finding(
-        self, window: Window, reqs: Requests, cycle: Lifecycle, waits: list[Lifecycle]
+        self,
+        window: Window,
+        reqs: Requests,
+        cycle: Lifecycle,
+        waits: list[Lifecycle],
+        calls: list[Call],
+        analysis: Waits,
     ) -> Finding:
         now = window.until_ns
         assert cycle.executing_ns is not None
@@ -88,10 +176,13 @@ class HungRequestDetector:
             if len(waits) > self.max_children_named:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
-            summary += "; no BLS child of it is open: its execute is stuck or a response it "
-            summary += "awaits was never sent"
+            summary += "; " + _describe_calls(calls, now, self.max_children_named)
+        models = [model, *(c.model for c in waits), *(c.request.model for c in calls)]
+        summary += _victims_text(analysis, models, now)
         evidence = [_evidence(cycle, "EXECUTING")]
         evidence += [_evidence(c, c.state) for c in waits[: self.max_children_named]]
+        evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
+        evidence += _victim_evidence(analysis, models, now)
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL,
@@ -99,7 +190,7 @@ class HungRequestDetector:
             instance=cycle.instance,
             request_id=cycle.request_id,
             trace_id=_trace_id(window, cycle.request_id),
-            first_seen_ns=cycle.executing_ns + int(self.deadline_s * 1e9),
+            first_seen_ns=min(now, cycle.executing_ns + int(analysis.deadline_s(model) * 1e9)),
             last_seen_ns=now,
             summary=summary + ".",
             evidence=tuple(evidence),
@@ -164,3 +255,111 @@ def _trace_id(window: Window, request_id: str) -> str | None:
         if span.parent_id is not None and span.request_id.startswith(prefix):
             return str(span.parent_id)
     return None
+
+
+def _executions_by_id(waits: Waits) -> dict[str, Execution]:
+    """Open batches by the request ids they hold."""
+    return {rid: e for e in waits.instances.open.values() for rid in e.ids}
+
+
+def _describe_calls(calls: list[Call], now: int, limit: int) -> str:
+    """What an id-less wait is on, each open call once, grouped by the model called; never
+    claims no call is open when one may be."""
+    if not calls:
+        return (
+            "no BLS call of it has been open for more than 0.5 s: its execute is stuck or a "
+            "response it awaits was never sent"
+        )
+    by_model: dict[str, list[Call]] = {}
+    for call in _distinct(calls):
+        by_model.setdefault(call.request.model, []).append(call)
+    return "it waits on " + "; ".join(
+        _describe_group(model, group, now, limit) for model, group in by_model.items()
+    )
+
+
+def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
+    ids = [c.request.request_id for c in group if c.request.request_id]
+    name = (
+        "(no request id)"
+        if not ids
+        else ", ".join(repr(i) for i in ids[:limit]) + (", ..." if len(ids) > limit else "")
+    )
+    held = [c for c in group if c.held_by is not None]
+    queued = [c for c in group if c.held_by is None]
+    if len(group) == 1:
+        text = f"a BLS call to {model} {name}, " + (
+            f"executing for {held[0].held_by.age_s(now):.1f} s on {held[0].held_by.instance} "
+            f"in a batch of {held[0].held_by.count}"
+            if held and held[0].held_by is not None
+            else f"queued for {(now - group[0].request.prepared_ns) / 1e9:.1f} s and never started"
+        )
+    else:
+        parts = []
+        if held:
+            batches = list({id(c.held_by): c.held_by for c in held if c.held_by}.values())
+            on = ", ".join(
+                f"{b.instance} for {b.age_s(now):.1f} s in a batch of {b.count}"
+                for b in batches[:limit]
+            )
+            parts.append(f"{len(held)} executing ({on})")
+        if queued:
+            oldest = max(now - c.request.prepared_ns for c in queued) / 1e9
+            parts.append(f"{len(queued)} queued for up to {oldest:.1f} s and never started")
+        text = f"{len(group)} BLS calls to {model} {name}: " + ", ".join(parts)
+    most = max(c.callers for c in group)
+    if most > 1:
+        text += f" (each could be the call of any of {most} candidate callers)"
+    return text
+
+
+def _distinct(calls: list[Call]) -> list[Call]:
+    """Each open request once (several stuck batches may name the same possible call)."""
+    return list({id(c.request): c for c in calls}.values())
+
+
+def _victims_text(waits: Waits, models: list[str], now: int) -> str:
+    parts = []
+    for model in dict.fromkeys(models):
+        victims = waits.victims(model, now)
+        if victims:
+            ids = [v.request_id for v in victims if v.request_id][:5]
+            more = ", ..." if len(ids) < len(victims) else ""
+            named = f" ({', '.join(repr(i) for i in ids)}{more})" if ids else ""
+            parts.append(
+                f"{len(victims)} request(s) queued for {model} past its "
+                f"{waits.deadline_s(model):g} s deadline{named}"
+            )
+    return ("; behind it: " + "; ".join(parts)) if parts else ""
+
+
+def _execution_evidence(e: Execution, now: int) -> Evidence:
+    return Evidence(
+        "log",
+        e.start_ns,
+        log_ref(e.offset),
+        f"model {e.model}, instance {e.instance}, executing {e.count} requests; "
+        f"not released after {e.age_s(now):.1f} s",
+    )
+
+
+def _call_evidence(call: Call, now: int) -> Evidence:
+    r = call.request
+    held = call.held_by
+    if held is not None:
+        return _execution_evidence(held, now)
+    return Evidence(
+        "log",
+        r.prepared_ns,
+        log_ref(r.offset),
+        f"prepared: request id: {r.request_id}, model: {r.model}; not executing after "
+        f"{(now - r.prepared_ns) / 1e9:.1f} s",
+    )
+
+
+def _victim_evidence(waits: Waits, models: list[str], now: int) -> list[Evidence]:
+    out: list[Evidence] = []
+    for model in dict.fromkeys(models):
+        for r in waits.victims(model, now)[:2]:
+            out.append(_call_evidence(Call(r, 0), now))
+    return out

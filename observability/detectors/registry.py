@@ -19,6 +19,7 @@ from observability.detectors.cold_start import ColdStart
 from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
 from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
+from observability.detectors.model_stalled import ModelStalled
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector
 from observability.detectors.target_down import TargetDown
@@ -41,6 +42,7 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             ColdStart,
             StubUnhealthyDetector,
             TargetDown,
+            ModelStalled,
         )
     }
 )

@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 __all__ = ["LogPump"]
 
@@ -23,7 +23,7 @@ _CHUNK = 64 * 1024
 class LogPump:
     """A thread from ``source`` (a pipe) to ``path``, opened for append, reopened on rename."""
 
-    def __init__(self, source: BinaryIO, path: Path) -> None:
+    def __init__(self, source: IO[bytes], path: Path) -> None:
         self.source = source
         self.path = path
         self.reopened = 0

@@ -7,6 +7,7 @@ Registered as a pytest plugin by the package, so a user's own test suite can ask
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -95,7 +96,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         for lab in _STARTED:
             lab.stop()
         lines = "\n".join(f"  {pid}: {cmd[:160]}" for pid, cmd in leftovers.items())
-        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
-            f"triton-obs lab: processes left behind after the session:\n{lines}", red=True
-        )
+        message = f"triton-obs lab: processes left behind after the session:\n{lines}"
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:  # -p no:terminal
+            sys.stderr.write(message + "\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

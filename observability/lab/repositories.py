@@ -6,7 +6,7 @@ from pathlib import Path
 
 from observability.lab.errors import LabError
 
-__all__ = ["REPOSITORIES", "demo_repository", "repository"]
+__all__ = ["IDS_MODES", "REPOSITORIES", "demo_env", "demo_repository", "repository"]
 
 _ROOT = Path(__file__).resolve().parent / "repos"
 
@@ -27,3 +27,17 @@ def repository(name: str) -> Path:
 
 def demo_repository() -> Path:
     return repository("demo")
+
+
+IDS_MODES = ("all", "client", "none")
+"""Which requests of the demo carry ids: ``all`` (clients, and BLS children derive
+``<parent>.<child>`` ids), ``client`` (clients only: children go without, as
+``pb_utils.InferenceRequest`` sends them by default) or ``none`` (as tritonclient and
+perf_analyzer send by default)."""
+
+
+def demo_env(ids: str = "all") -> dict[str, str]:
+    """The environment the demo's models read (their stubs inherit Triton's)."""
+    if ids not in IDS_MODES:
+        raise LabError(f"ids must be one of {', '.join(IDS_MODES)}, not {ids!r}")
+    return {"TRITON_OBS_DEMO_CHILD_IDS": "1" if ids == "all" else "0"}

@@ -53,13 +53,16 @@ _TIMEOUT_MARKERS = ("deadline", "timed out", "timeout")
 class TritonClient:
     """A client for one worker thread (tritonclient's clients are not shared across threads)."""
 
-    def __init__(self, url: str, timeout_s: float) -> None:
+    def __init__(self, url: str, timeout_s: float, send_ids: bool = True) -> None:
         self.protocol, self.address = normalise_url(url)
         self.timeout_s = timeout_s
+        self.send_ids = send_ids
+        """False: requests go without an id, as tritonclient and perf_analyzer send them by
+        default; outcomes still carry the client-side label."""
         if self.protocol == "grpc":
             import tritonclient.grpc as tc
         else:
-            import tritonclient.http as tc  # type: ignore[no-redef]
+            import tritonclient.http as tc
         self._tc: Any = tc
         if self.protocol == "grpc":
             self._client: Any = tc.InferenceServerClient(self.address)
@@ -87,7 +90,7 @@ class TritonClient:
             item = tc.InferInput(name, list(array.shape), _triton_dtype(array))
             item.set_data_from_numpy(array)
             infer_inputs.append(item)
-        kwargs: dict[str, Any] = {"request_id": request_id}
+        kwargs: dict[str, Any] = {"request_id": request_id if self.send_ids else ""}
         if parameters:
             kwargs["parameters"] = parameters
         if self.protocol == "grpc":

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from observability.load.client import Outcome, TritonClient
 from observability.load.report import LoadReport
-from observability.load.workload import plan_request
+from observability.load.workload import PlannedRequest, plan_request
 
 __all__ = ["COLD_START_MODEL", "LoadConfig", "run_load", "set_cold_start"]
 
@@ -36,6 +36,8 @@ class LoadConfig:
     seed: int = 0
     run_tag: str = ""
     """Prefix of the client-side request ids; random when empty."""
+    ids: str = "all"
+    """``all`` or ``client``: requests carry their id; ``none``: they go without one."""
     rate_per_s: float | None = None
     """Send at most this many requests a second in all (open loop, evenly spaced); ``None``
     sends as fast as the workers get answers."""
@@ -98,12 +100,12 @@ def run_load(
             next_index += 1
             return index
 
-    def plan(index: int):
+    def plan(index: int) -> PlannedRequest:
         with lock:  # the shared RNG keeps a run reproducible for a given seed
             return plan_request(index, rng, tag, config.faults, config.fault_params)
 
     def worker() -> None:
-        client = TritonClient(config.url, config.timeout_s)
+        client = TritonClient(config.url, config.timeout_s, send_ids=config.ids != "none")
         try:
             while (index := take()) is not None:
                 if config.rate_per_s:

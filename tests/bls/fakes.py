@@ -124,7 +124,8 @@ class FakeMetricFamily:
     families: dict[str, FakeMetricFamily] = {}
 
     def __init__(self, name: str, description: str, kind: str) -> None:
-        self.name, self.kind, self.metrics = name, kind, []
+        self.name, self.kind = name, kind
+        self.metrics: list[FakeMetric] = []
         FakeMetricFamily.families[name] = self
 
     def Metric(self, labels: dict[str, str]) -> FakeMetric:

@@ -35,7 +35,12 @@ def test_deadlocked_parent_is_hung_and_its_child_is_not_reported_twice(faulty: W
 
 
 def test_deadline_is_configurable(faulty: Window) -> None:
-    assert HungRequestDetector(deadline_s=3600).detect(faulty) == []
+    """``deadline_s`` is the ceiling and ``floor_s`` the floor of every learned deadline:
+    both at an hour leave nothing hung in a 30 s window; so do per-model overrides."""
+    assert HungRequestDetector(deadline_s=3600, floor_s=3600).detect(faulty) == []
+    everyone = {m: 3600.0 for m in ("router", "detector", "generate", "classifier")}
+    assert HungRequestDetector(deadlines=everyone).detect(faulty) == []
+    assert HungRequestDetector(deadlines={"router": 3600.0}).detect(faulty) != []
 
 
 def test_healthy_twin_has_no_hung_request(healthy: Window) -> None:

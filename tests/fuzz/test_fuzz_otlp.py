@@ -9,7 +9,7 @@ cut gzip stream, bytes that are not gzip and a gzip bomb), to a real ``OtlpRecei
 
 * the answer is a 2xx, or a 4xx whose JSON body says why; never a 5xx, never a dropped
   connection, and the same status that ``OtlpReceiver.handle`` gives in process;
-* a valid span posted just before the garbage is still what ``collect()`` returns first,
+* a valid span posted just before the garbage is still what ``drain()`` returns first,
   and the garbage adds exactly the spans the decoder finds in it (none when rejected);
 * the collected spans go into a ``Store``; rows stored before a garbage batch, which may
   reuse their ids on purpose, are unchanged after it;
@@ -199,7 +199,7 @@ class _Rig:
             status, _ = self.local.handle("/v1/traces", ctype, encoding, body)
         except _BadRequest as bad:
             return bad.status, []
-        return status, self.local.collect()
+        return status, self.local.drain()
 
     def rows(self, spans: list[OtlpSpan]) -> list[tuple[Any, ...]]:
         keys = [(s.trace_id, s.span_id) for s in spans]
@@ -245,7 +245,7 @@ def check_exchange(
 ) -> None:
     """One good span, then the garbage: every property of the receiver and the store."""
     url = rig.receiver.url
-    rig.receiver.collect()
+    rig.receiver.drain()
     good = _good_request(*(ids or (secrets.token_hex(16), secrets.token_hex(8))))
     assert _post(url, good, _JSON) == (200, b"{}")
     good_spans = spans_from_otlp_json(json.loads(good))
@@ -262,7 +262,7 @@ def check_exchange(
         assert reason["message"], "a rejection must say why"
         assert want_spans == []
 
-    got = rig.receiver.collect()
+    got = rig.receiver.drain()
     assert got[: len(good_spans)] == good_spans, "spans received before the garbage changed"
     assert got[len(good_spans) :] == want_spans
     for span in got:
@@ -277,7 +277,7 @@ def check_exchange(
         rig.store.write(want_spans)
     assert rig.rows(good_spans) == before
     assert _post(url, good, _JSON) == (200, b"{}"), "the receiver stopped serving"
-    rig.receiver.collect()
+    rig.receiver.drain()
 
 
 # ---------------------------------------------------------------------------- properties

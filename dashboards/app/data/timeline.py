@@ -120,13 +120,13 @@ def resolve(
             return best
     if query.isdigit():
         by_trace = {s.trace_id: s for s in trace_spans}
-        span = by_trace.get(int(query))
-        while span is not None and span.parent_id is not None and span.parent_id in by_trace:
-            span = by_trace[span.parent_id]
-        if span is not None and span.request_id:
-            return span.request_id
-    for span in trace_spans:
-        if span.request_id == query:
+        tspan = by_trace.get(int(query))
+        while tspan is not None and tspan.parent_id is not None and tspan.parent_id in by_trace:
+            tspan = by_trace[tspan.parent_id]
+        if tspan is not None and tspan.request_id:
+            return tspan.request_id
+    for tspan in trace_spans:
+        if tspan.request_id == query:
             return query
     return None
 

@@ -45,6 +45,8 @@ def render(view: View) -> None:
         st.info("No Triton metrics in this window: is the collector scraping /metrics?")
         return
     model = st.selectbox("Model", models, key="health_model", format_func=cell)
+    if model is None:  # only with index=None: models is not empty
+        return
     charts = [
         _line("Throughput", {"inferences/s": rates.get(model, [])}, "per s"),
         _line("Latency per request by stage", latency.get(model, {}), "ms"),

@@ -35,8 +35,8 @@ def render(view: View) -> None:
     )
     points = history[key or keys[0]]
     fig = go.Figure()
-    for grown, colour, name in ((False, "#1f77b4", "response"), (True, "#d62728", "growth")):
-        sel = [p for p in points if p.growth == grown]
+    for is_growth, colour, name in ((False, "#1f77b4", "response"), (True, "#d62728", "growth")):
+        sel = [p for p in points if p.growth == is_growth]
         fig.add_scatter(
             x=[clock(p.at_ns) for p in sel],
             y=[p.elements for p in sel],

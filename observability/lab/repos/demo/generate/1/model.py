@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -27,6 +28,8 @@ from observability import bls
 
 _DEFAULT_MAX_TOKENS = 8
 _LIMIT_MAX_TOKENS = 1024
+_CHILD_IDS = os.environ.get("TRITON_OBS_DEMO_CHILD_IDS", "1") != "0"
+"""Whether BLS children derive ids from their parent's (see router)."""
 
 
 def _params(request) -> dict:
@@ -83,7 +86,7 @@ class TritonPythonModel:
             else _DEFAULT_MAX_TOKENS
         )
         max_tokens = min(max(max_tokens, 0), _LIMIT_MAX_TOKENS)
-        parent_id = request.request_id()
+        parent_id = request.request_id() if _CHILD_IDS else ""
 
         if params.get("fault") == "deadlock":
             return self._deadlock(request, prompt, _knob(params, "deadlock_s", 600.0))
@@ -110,7 +113,7 @@ class TritonPythonModel:
 
     def _deadlock(self, request, prompt: np.ndarray, wait_s: float) -> pb_utils.InferenceResponse:
         """BLS into this model's own (only) instance: the child can only run after we return."""
-        parent_id = request.request_id()
+        parent_id = request.request_id() if _CHILD_IDS else ""
         child = pb_utils.InferenceRequest(
             model_name="generate",
             inputs=[

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -37,6 +38,9 @@ import triton_python_backend_utils as pb_utils
 from observability import bls
 
 _MAX_FANOUT = 4096
+_CHILD_IDS = os.environ.get("TRITON_OBS_DEMO_CHILD_IDS", "1") != "0"
+"""Whether BLS children derive ids from their parent's; "0" sends them without, as
+pb_utils.InferenceRequest does by default."""
 
 
 class ChildError(Exception):
@@ -104,7 +108,7 @@ class TritonPythonModel:
 
     @staticmethod
     def _child(parent, model: str, suffix: str, inputs: list, outputs: list[str], params: dict):
-        parent_id = parent.request_id()
+        parent_id = parent.request_id() if _CHILD_IDS else ""
         return pb_utils.InferenceRequest(
             model_name=model,
             inputs=inputs,

@@ -1,0 +1,63 @@
+"""Deadlines that fit the model: when an execution has run long enough to be called stuck.
+
+Why not one fixed deadline: a model that answers in 10 ms and has held a request for 9 s is
+already hung, while a decode loop that takes 3 s is healthy. The deadline of a model is a
+multiple of its recent p99 batch duration (from the verbose log's instance lines), never
+below ``floor_s`` (a loaded machine stalls a thread for a second now and then) and never above
+``ceiling_s`` (the fixed deadline, which still applies to a model seen too little to learn
+from). A setting overrides it per model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["DeadlinePolicy", "p99"]
+
+
+def p99(values: Sequence[float]) -> float:
+    """The 99th percentile (nearest rank): with fewer than 100 values, the largest."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+
+
+@dataclass(frozen=True)
+class DeadlinePolicy:
+    ceiling_s: float = 10.0
+    floor_s: float = 2.0
+    multiple: float = 10.0
+    min_samples: int = 20
+    """Completed executions needed before a model's own latency is trusted."""
+    overrides: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Equal for equal policies (``overrides`` is a mapping, so the policy is not
+        hashable): what caches of per-policy results are keyed by."""
+        return (
+            self.ceiling_s, self.floor_s, self.multiple, self.min_samples,
+            tuple(sorted(self.overrides.items())),
+        )  # fmt: skip
+
+    def ceiling(self, model: str) -> float:
+        """Past this everything open of the model is stuck: its override, else the ceiling."""
+        return self.overrides.get(model, self.ceiling_s)
+
+    def deadline_s(self, model: str, durations_s: Sequence[float]) -> float:
+        if model in self.overrides:
+            return self.overrides[model]
+        if len(durations_s) < self.min_samples:
+            return self.ceiling_s
+        return min(self.ceiling_s, max(self.floor_s, self.multiple * p99(durations_s)))
+
+    def explain(self, model: str, durations_s: Sequence[float]) -> str:
+        """Why this deadline, for a finding's text."""
+        if model in self.overrides:
+            return f"the deadline set for {model}"
+        if len(durations_s) < self.min_samples:
+            return "the fixed deadline (too few executions seen to learn its latency)"
+        return (
+            f"{self.multiple:g} x its p99 of {p99(durations_s) * 1e3:.0f} ms over "
+            f"{len(durations_s)} executions, within [{self.floor_s:g} s, {self.ceiling_s:g} s]"
+        )

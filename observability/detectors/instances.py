@@ -1,0 +1,255 @@
+"""Instance lifecycles rebuilt from the verbose log without request ids.
+
+Why: real clients (tritonclient, perf_analyzer) send no request id and BLS children built with
+``pb_utils.InferenceRequest`` have none, so the per-request state lines say ``<id_unknown>``
+and cannot be joined. Three lines still tell the story of every request by model:
+
+* ``prepared: ... request id: , model: M, ...`` when a request is admitted for model M;
+* ``model M, instance I, executing N requests`` when instance I starts a batch of N;
+* ``model instance name I released N requests`` when that batch ends.
+
+Triton's schedulers hand requests to instances oldest first, so a batch of N on model M takes
+the N oldest admitted requests of M that are still waiting: replaying the three lines in log
+order rebuilds, per instance, its busy intervals (open ones are what holds an instance now),
+the requests each batch held (named where they have ids), and the requests still queued per
+model with their age. On a recorded demo run the admitted and executed counts agree for every
+model that has instances; models without instance lines (ensembles, backends that do not log
+them) are left out of the queue accounting.
+
+A request that never runs (cancelled or timed out in the queue) would stay at the head of its
+model's queue and shift the join; it is dropped as soon as an instance of its model sat idle
+for ``_IDLE_SLACK_NS`` while it waited, since an idle instance takes a queued request at once
+(the same holds at the window's end).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from observability import events as ev
+from observability.detectors.window import Window
+
+__all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_of"]
+
+_IDLE_SLACK_NS = 500_000_000
+"""How long an idle instance may leave a queued request waiting (a dynamic batcher's queue
+delay, a starved thread): longer, and the request was not really queued."""
+
+_MAX_QUEUED = 100_000
+"""Admitted requests remembered per model; beyond that the oldest are forgotten."""
+
+
+@dataclass(eq=False)
+class Admitted:
+    """A request as its ``prepared:`` line tells it."""
+
+    model: str
+    request_id: str
+    """``""`` for a request sent without an id."""
+    prepared_ns: int
+    offset: int
+    execution: Execution | None = None
+
+
+@dataclass(eq=False)
+class Execution:
+    """One batch on one instance, from ``executing N requests`` to ``released N requests``."""
+
+    model: str
+    instance: str
+    count: int
+    start_ns: int
+    offset: int
+    end_ns: int | None = None
+    end_offset: int | None = None
+    requests: list[Admitted] = field(default_factory=list)
+    first_after_load: bool = False
+    """The instance's first batch after its model was (re)loaded: a cold start may be slow."""
+
+    @property
+    def open(self) -> bool:
+        return self.end_ns is None
+
+    def age_s(self, now_ns: int) -> float:
+        return ((self.end_ns if self.end_ns is not None else now_ns) - self.start_ns) / 1e9
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.request_id for r in self.requests if r.request_id]
+
+
+@dataclass
+class Instances:
+    """Every instance execution of a window, the open ones, and what is queued per model."""
+
+    executions: list[Execution]
+    open: dict[str, Execution]
+    """Instance name -> the batch it is executing at the window's end."""
+    model_instances: dict[str, set[str]]
+    """Model -> instance names seen executing (a lower bound of its instance count)."""
+    queued: dict[str, list[Admitted]]
+    """Model -> requests admitted and not yet executing at the window's end, oldest first."""
+    last_start: dict[str, int]
+    """Model -> when one of its instances last started a batch."""
+    last_end: dict[str, int]
+    """Model -> when one of its instances last released a batch."""
+    until_ns: int
+
+    def busy(self, model: str) -> list[Execution]:
+        return [e for e in self.open.values() if e.model == model]
+
+    def all_busy(self, model: str) -> bool:
+        known = self.model_instances.get(model, set())
+        return bool(known) and all(i in self.open for i in known)
+
+    def durations_s(self, model: str) -> list[float]:
+        """Completed batch durations of a model, for its usual latency (a cold start is not
+        usual: left out)."""
+        return [
+            (e.end_ns - e.start_ns) / 1e9
+            for e in self.executions
+            if e.model == model and e.end_ns is not None and not e.first_after_load
+        ]
+
+    def progressed_since(self, model: str, since_ns: int) -> bool:
+        """Whether an instance of the model started or finished a batch since ``since_ns``."""
+        return max(self.last_start.get(model, 0), self.last_end.get(model, 0)) >= since_ns
+
+    def open_after(self, start_ns: int, min_age_ns: int = 0) -> list[Admitted]:
+        """Requests admitted after ``start_ns`` and still open (queued or in an open batch),
+        at least ``min_age_ns`` old: the BLS calls a batch started then may be waiting on."""
+        latest = self.until_ns - min_age_ns
+        out = [
+            r for queue in self.queued.values() for r in queue if start_ns < r.prepared_ns <= latest
+        ]
+        out += [
+            r for e in self.open.values() for r in e.requests if start_ns < r.prepared_ns <= latest
+        ]
+        return sorted(out, key=lambda r: r.prepared_ns)
+
+
+_cache: dict[int, tuple[weakref.ref[Window], Instances]] = {}
+
+
+def instances_of(window: Window) -> Instances:
+    """The window's instance lifecycles, built once per window object."""
+    hit = _cache.get(id(window))
+    if hit is not None and hit[0]() is window:
+        return hit[1]
+    result = build_instances(
+        window.logs(
+            ev.RequestPrepared, ev.InstanceExecuting, ev.InstanceReleased, ev.ModelStateChange
+        ),
+        window.until_ns,
+    )
+    key = id(window)
+    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    return result
+
+
+def build_instances(records: Iterable[object], until_ns: int) -> Instances:
+    """Instance lifecycles from log records in time order (pure)."""
+    executions: list[Execution] = []
+    open_: dict[str, Execution] = {}
+    model_instances: dict[str, set[str]] = {}
+    queues: dict[str, deque[Admitted]] = {}
+    idle_from: dict[str, int] = {}
+    reloading: dict[str, int] = {}
+    """Model -> when a reload of a live model began (its old copy is still serving)."""
+    loaded: dict[str, set[str] | None] = {}
+    """Model -> instances that have run since its last load (None: no load in the window)."""
+    last_start: dict[str, int] = {}
+    last_end: dict[str, int] = {}
+
+    def prune(model: str, before_ns: int) -> None:
+        queue = queues.get(model)
+        while queue and queue[0].prepared_ns < before_ns:
+            queue.popleft()
+
+    for rec in records:
+        if isinstance(rec, ev.RequestPrepared):
+            if rec.model:
+                queue = queues.setdefault(rec.model, deque(maxlen=_MAX_QUEUED))
+                queue.append(
+                    Admitted(rec.model, rec.request_id, rec.header.at_ns, rec.header.offset)
+                )
+        elif isinstance(rec, ev.InstanceExecuting):
+            at = rec.header.at_ns
+            model_instances.setdefault(rec.model, set()).add(rec.instance)
+            idle = idle_from.pop(rec.instance, None)
+            if idle is not None and at - idle > _IDLE_SLACK_NS:
+                prune(rec.model, at - _IDLE_SLACK_NS)
+            ran = loaded.get(rec.model)
+            execution = Execution(
+                rec.model,
+                rec.instance,
+                rec.count,
+                at,
+                rec.header.offset,
+                first_after_load=ran is not None and rec.instance not in ran,
+            )
+            if ran is not None:
+                ran.add(rec.instance)
+            waiting = queues.get(rec.model)
+            while waiting and len(execution.requests) < rec.count:
+                admitted = waiting.popleft()
+                admitted.execution = execution
+                execution.requests.append(admitted)
+            open_[rec.instance] = execution
+            executions.append(execution)
+            last_start[rec.model] = at
+        elif isinstance(rec, ev.InstanceReleased):
+            ended = open_.pop(rec.instance, None)
+            at = rec.header.at_ns
+            idle_from[rec.instance] = at
+            if ended is not None:
+                ended.end_ns, ended.end_offset = at, rec.header.offset
+                last_end[ended.model] = at
+        elif isinstance(rec, ev.ModelStateChange):
+            _lifecycle(rec, open_, queues, loaded, reloading, model_instances)
+    for name, model in ((i, m) for m, names in model_instances.items() for i in names):
+        idle = idle_from.get(name)
+        if name not in open_ and idle is not None and until_ns - idle > _IDLE_SLACK_NS:
+            prune(model, until_ns - _IDLE_SLACK_NS)
+    queued = {m: list(q) for m, q in queues.items() if m in model_instances and q}
+    return Instances(executions, open_, model_instances, queued, last_start, last_end, until_ns)
+
+
+def _lifecycle(
+    rec: ev.ModelStateChange,
+    open_: dict[str, Execution],
+    queues: dict[str, deque[Admitted]],
+    loaded: dict[str, set[str] | None],
+    reloading: dict[str, int],
+    model_instances: dict[str, set[str]],
+) -> None:
+    """A model load, reload or unload, as it changes which batches can still end.
+
+    A reload loads the new copy first (``loading``, ``successfully loaded``) and only then
+    unloads the old one (``successfully unloaded``, no ``unloading:`` line on 2.51) under the
+    same instance names: that unload ends only the batches started before the reload began,
+    and a failed reload ends none (the old copy keeps serving). A plain unload
+    (``unloading:``), or an unload with no reload under way, ends every batch of the model:
+    its stub is gone and they will never be released."""
+    model, at = rec.model, rec.header.at_ns
+    if rec.state == "loading":
+        if model in loaded or model in model_instances:
+            reloading[model] = at
+        return
+    if rec.state == "loaded":
+        loaded[model] = set()
+        return
+    since = None if rec.state == "unloading" else reloading.pop(model, None)
+    if rec.state == "unloading":
+        reloading.pop(model, None)
+    if rec.state == "failed" and since is not None:
+        return
+    for name in [n for n, e in open_.items() if e.model == model]:
+        if since is None or open_[name].start_ns < since:
+            del open_[name]
+    if since is None:
+        queues.pop(model, None)
+        loaded.pop(model, None)

@@ -1,0 +1,316 @@
+"""Model stalled: requests queue for a model while it executes nothing, seen from metrics alone.
+
+Why: every hang and deadlock detector reads Triton's verbose log (the request state machine,
+the instance lines), and many deployments run without ``--log-verbose``. On such a Triton an
+outage left no finding at all. Two series on ``/metrics`` are enough to see the outage, though
+not its cause:
+
+* ``nv_inference_pending_request_count{model}`` (a gauge) counts requests *queued* for the
+  model — not those executing;
+* ``nv_inference_exec_count{model}`` (a counter, no ``_total``) grows when an execution
+  *ends* (Triton reports a batch's statistics when it is released).
+
+Rule: at every scrape from ``since`` to the last one the pending count is above zero, and the
+execution counter has not moved since ``since``; when that lasts longer than the model's
+deadline, the model is stalled — one critical finding per model. ``since`` is the later of the
+first scrape of the trailing run of ``pending > 0`` and the last scrape at which the counter
+moved or was reset, so a long but healthy execution with nothing queued, an idle model, and a
+busy model that keeps completing work never qualify. A counter that goes *down* is a reset (a
+restarted Triton, a reloaded model; ``observability.rates.counter_increase``): the stall clock
+starts again there instead of reading the drop as "nothing executed".
+
+``/v2/models/stats`` is the second witness: its ``execution_count`` (also counted at the end
+of an execution) moving between two snapshots taken after ``since`` vetoes the finding, it
+stands in for ``nv_inference_exec_count`` when the page lacks that series, and its
+``last_inference_ms`` says since when nothing finished. It cannot replace the pending gauge:
+every count in it (``queue_count`` too) is taken when a request completes, so nothing in it
+says what waits now. Without ``/metrics`` there is no finding.
+
+The deadline is ``DeadlinePolicy`` (``deadlines.py``) with ``deadline_s`` as its ceiling and
+``deadlines`` as per-model overrides. Its durations come from the stats, not the verbose log:
+the mean execution time between two snapshots (compute time over completed requests), one
+value per interval in which the model executed.
+
+One outage, one alert: when the window holds verbose-log instance lines for the model
+(``InstanceExecuting``/``InstanceReleased``), the log-based detectors (``hung_request``,
+``bls_deadlock``) name the request and instance; this detector then says nothing for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from itertools import pairwise
+
+from observability import events as ev
+from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+from observability.rates import counter_increase
+
+__all__ = ["ModelStalled", "Stall", "logged_models", "stalls"]
+
+PENDING = "nv_inference_pending_request_count"
+EXECUTIONS = "nv_inference_exec_count"
+
+Points = list[tuple[int, float]]
+"""``(at_ns, value)`` in time order, one per scrape (the model's versions summed)."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A trailing run of scrapes where ``model`` had requests queued and executed nothing."""
+
+    model: str
+    target: str
+    since_ns: int
+    last_ns: int
+    queued: float
+    """Pending requests at the last scrape."""
+    most_queued: float
+    scrapes: int
+    executions: float | None
+    """The execution counter during the stall (``None`` when only the stats had one)."""
+    moved_ns: int | None
+    """The last scrape at which the counter moved or was reset; ``None``: not in the window."""
+    reset: bool = False
+    """Whether that last change was a reset (the counter went down)."""
+
+    @property
+    def seconds(self) -> float:
+        return (self.last_ns - self.since_ns) / 1e9
+
+
+def _series(rows: Iterable[tuple[str, int, ev.MetricSample]]) -> dict[tuple[str, str], Points]:
+    """Per ``(target, model)``: one point per scrape, the model's versions summed."""
+    summed: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    for target, at_ns, sample in rows:
+        model = sample.label("model")
+        if not model:
+            continue
+        per_scrape = summed[(target, model)]
+        per_scrape[at_ns] = per_scrape.get(at_ns, 0.0) + sample.value
+    return {key: sorted(points.items()) for key, points in summed.items()}
+
+
+def _last_change(points: Sequence[tuple[int, float]], until_ns: int) -> tuple[int | None, bool]:
+    """The last instant (at or before ``until_ns``) at which a counter grew or was reset."""
+    last: int | None = None
+    reset = False
+    for (_, prev), (at, cur) in pairwise(points):
+        if at > until_ns:
+            break
+        if cur < prev or counter_increase(prev, cur) > 0:
+            last, reset = at, cur < prev
+    return last, reset
+
+
+def _stats_series(stats: Iterable[ev.ModelStats]) -> dict[str, Points]:
+    summed: dict[str, dict[int, float]] = defaultdict(dict)
+    for s in stats:
+        per = summed[s.model]
+        per[s.at_ns] = per.get(s.at_ns, 0.0) + s.execution_count
+    return {model: sorted(points.items()) for model, points in summed.items()}
+
+
+def stalls(
+    pending: Iterable[tuple[str, int, ev.MetricSample]],
+    executions: Iterable[tuple[str, int, ev.MetricSample]],
+    stats: Sequence[ev.ModelStats] = (),
+) -> list[Stall]:
+    """Every model whose trailing scrapes show queued requests and no execution, longest
+    first; the deadline is the caller's to apply."""
+    queued = _series(pending)
+    executed = _series(executions)
+    by_stats = _stats_series(stats)
+    out: list[Stall] = []
+    for (target, model), points in queued.items():
+        if not points or points[-1][1] <= 0:
+            continue
+        run = len(points) - 1
+        while run > 0 and points[run - 1][1] > 0:
+            run -= 1
+        last_ns = points[-1][0]
+        counter = executed.get((target, model))
+        if counter:
+            moved, reset = _last_change(counter, last_ns)
+            value: float | None = counter[-1][1]
+        elif model in by_stats:
+            moved, reset = _last_change(by_stats[model], last_ns)
+            value = None
+        else:
+            continue  # queued, but nothing says whether it executes
+        since = points[run][0] if moved is None else max(points[run][0], moved)
+        if since >= last_ns:
+            continue
+        if model in by_stats and _moved_after(by_stats[model], since, last_ns):
+            continue  # the stats saw an execution end after the stall began
+        run_values = [v for at, v in points if at >= since]
+        out.append(
+            Stall(
+                model=model,
+                target=target,
+                since_ns=since,
+                last_ns=last_ns,
+                queued=points[-1][1],
+                most_queued=max(run_values),
+                scrapes=len(run_values),
+                executions=value,
+                moved_ns=moved,
+                reset=reset,
+            )
+        )
+    return sorted(out, key=lambda s: (-s.seconds, s.model))
+
+
+def _moved_after(points: Sequence[tuple[int, float]], since_ns: int, until_ns: int) -> bool:
+    """Whether the counter grew between two snapshots both taken in ``[since, until]``."""
+    inside = [(at, v) for at, v in points if since_ns <= at <= until_ns]
+    return any(
+        cur >= prev and counter_increase(prev, cur) > 0 for (_, prev), (_, cur) in pairwise(inside)
+    )
+
+
+def logged_models(window: Window) -> set[str]:
+    """Models with verbose-log instance lines in the window: the log-based detectors' own."""
+    records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
+    owner = {r.instance: r.model for r in records if isinstance(r, ev.InstanceExecuting)}
+    models = set(owner.values())
+    for r in records:
+        if isinstance(r, ev.InstanceReleased):
+            # Triton names instances <model>_<group>_<index> unless the config names them.
+            models.add(owner.get(r.instance) or r.instance.rsplit("_", 2)[0])
+    return models
+
+
+def execution_durations(stats: Sequence[ev.ModelStats]) -> dict[str, list[float]]:
+    """Per model, the mean execution time (s) of each snapshot interval in which it executed:
+    compute time over completed requests (a batch's requests each carry its compute time)."""
+    by_key: dict[tuple[str, str], list[ev.ModelStats]] = defaultdict(list)
+    for s in stats:
+        by_key[(s.model, s.version)].append(s)
+    out: dict[str, list[float]] = defaultdict(list)
+    for (model, _), snaps in by_key.items():
+        snaps.sort(key=lambda s: s.at_ns)
+        for prev, cur in pairwise(snaps):
+            done = cur.success_count - prev.success_count
+            compute = _compute_ns(cur) - _compute_ns(prev)
+            ran = cur.execution_count - prev.execution_count
+            if done > 0 and ran > 0 and compute >= 0:
+                out[model].append(compute / done / 1e9)
+    return out
+
+
+def _compute_ns(s: ev.ModelStats) -> int:
+    return s.compute_input_ns + s.compute_infer_ns + s.compute_output_ns
+
+
+def _clock(at_ns: int) -> str:
+    return datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).strftime("%H:%M:%S")
+
+
+def _series_ref(name: str, model: str, target: str) -> str:
+    return f'{name}{{model="{model}"}} @ {target}'
+
+
+@dataclass
+class ModelStalled:
+    """Queued requests and no execution for longer than the model's deadline, from metrics."""
+
+    kind: str = "model_stalled"
+    deadline_s: float = 10.0
+    """The ceiling of every model's deadline (the same setting the log-based detectors use)."""
+    deadlines: Mapping[str, float] = field(default_factory=dict)
+    """Per-model deadlines (seconds) that replace the learned one."""
+
+    def detect(self, window: Window) -> list[Finding]:
+        found = stalls(window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats)
+        if not found:
+            return []
+        deferred = logged_models(window)
+        policy = DeadlinePolicy(ceiling_s=self.deadline_s, overrides=dict(self.deadlines))
+        durations = execution_durations(window.model_stats)
+        out: list[Finding] = []
+        reported: set[str] = set()
+        for stall in found:
+            if stall.model in deferred or stall.model in reported:
+                continue
+            seen = durations.get(stall.model, [])
+            deadline = policy.deadline_s(stall.model, seen)
+            if stall.seconds <= deadline:
+                continue
+            reported.add(stall.model)
+            out.append(self._finding(stall, deadline, policy.explain(stall.model, seen), window))
+        return out
+
+    def _finding(self, stall: Stall, deadline: float, why: str, window: Window) -> Finding:
+        stats = sorted(
+            (s for s in window.model_stats if s.model == stall.model), key=lambda s: s.at_ns
+        )
+        last_inference_ns = max((s.last_inference_ms for s in stats), default=0) * 1_000_000
+        if 0 < last_inference_ns <= stall.last_ns:
+            idle = f"nothing has finished executing since {_clock(last_inference_ns)} UTC"
+        else:
+            idle = f"nothing has executed since {_clock(stall.since_ns)} UTC"
+        queued = f"{stall.queued:g} request{'s' if stall.queued != 1 else ''}"
+        summary = (
+            f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
+            f"of queued work with no execution, past its {deadline:g} s deadline ({why}). "
+            "Seen from metrics only: Triton's verbose log (--log-verbose 1) would tell which "
+            "request and instance hold it."
+        )
+        evidence = [
+            Evidence(
+                "metrics",
+                stall.last_ns,
+                _series_ref(PENDING, stall.model, stall.target),
+                f"{stall.queued:g} queued at the last scrape, > 0 at all {stall.scrapes} "
+                f"scrapes since {_clock(stall.since_ns)} UTC (at most {stall.most_queued:g})",
+            ),
+            Evidence(
+                "metrics",
+                stall.since_ns,
+                _series_ref(EXECUTIONS, stall.model, stall.target),
+                (
+                    f"{stall.executions:g} and unchanged for {stall.seconds:.1f} s"
+                    if stall.executions is not None
+                    else "not on the page; the execution count comes from /v2/models/stats"
+                )
+                + (" (the counter was reset: Triton restarted or the model reloaded)"
+                   if stall.reset else ""),
+            ),
+        ]  # fmt: skip
+        during = [s for s in stats if s.at_ns >= stall.since_ns]
+        if during:
+            last = during[-1]
+            evidence.append(
+                Evidence(
+                    "stats",
+                    last.at_ns,
+                    f"/v2/models/stats {stall.model} version {last.version}",
+                    f"execution_count {last.execution_count} over {len(during)} snapshots "
+                    f"since the stall began; inference_count {last.inference_count}, "
+                    f"success_count {last.success_count}; last_inference "
+                    + (_clock(last.last_inference_ms * 1_000_000) + " UTC"
+                       if last.last_inference_ms else "never"),
+                )
+            )  # fmt: skip
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=stall.model,
+            summary=summary,
+            advice=(
+                "Something holds every instance of the model: a BLS call into the model's own "
+                "only instance or a cycle A→B→A (a deadlock), an execute blocked on I/O or a "
+                "lock, a stub that stopped answering. Turn the verbose log on to name the "
+                "request and instance (restart with --log-verbose 1, or live: POST "
+                '/v2/logging {"log_verbose_level": 1}); py-spy dump --pid <stub pid> shows '
+                "where the stub waits. Restarting the model frees it; the queued requests are lost."
+            ),
+            first_seen_ns=stall.since_ns,
+            last_seen_ns=stall.last_ns,
+            evidence=tuple(evidence),
+        )

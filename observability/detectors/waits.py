@@ -1,0 +1,288 @@
+"""What a stuck instance execution waits on, without request ids.
+
+A BLS parent's batch holds its instance while its child requests run elsewhere; without ids the
+log does not say which requests are whose children. What it does say is when each was admitted:
+a child is admitted after its parent's batch started, and a parent stuck on a child has that
+child still open (queued, or held by another stuck batch) long after. So the *possible* BLS
+calls of a stuck batch are the requests admitted after it started that are still open and at
+least ``_MIN_CALL_AGE_NS`` old; a call with one possible caller is certain, one with several is
+named with how many (``one of 3 candidate callers``).
+
+Which models a model calls is learned from its completed batches in the window (``callees``):
+a model C is a callee of P when C's requests are admitted during most of P's batches, far more
+often than C's own arrival rate explains. A stuck batch's possible calls are then only requests
+to its callees (any model while too few of its batches were seen), so a batch hung for minutes
+does not claim every request that queued anywhere since. Requests queued for the caller's own
+model are its calls only when admitted right after it started (``_SELF_CALL_NS``) and no open
+batch of a known caller of the model could have sent them: a self-call is never seen in healthy
+batches, and otherwise they are other clients (or other parents' calls) queued behind it.
+
+An open batch is *stuck* when it has run past its model's deadline (``deadlines.py``), unless
+it is waiting on a call that still makes progress (queued for a model whose instances moved
+within that model's deadline, or held by a batch that is not itself stuck): a parent behind a
+slow but moving child is saturation, not a hang. Past the fixed ceiling (or the model's
+override) everything open is stuck. A cold start (the instance's first batch after a load)
+gets the ceiling too.
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.instances import Admitted, Execution, Instances, instances_of
+from observability.detectors.window import Window
+
+__all__ = ["Call", "Waits", "waits_of"]
+
+_MIN_CALL_AGE_NS = 500_000_000
+_SELF_CALL_NS = 50_000_000
+_MIN_BATCHES_TO_LEARN = 5
+_CALLEE_SHARE = 0.3
+"""A callee's requests are admitted during at least this share of the caller's batches..."""
+_CALLEE_OVER_CHANCE = 3.0
+"""...and this many times more often than its arrival rate alone would put one there."""
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """A possible BLS call of a stuck batch."""
+
+    request: Admitted
+    callers: int
+    """How many stuck or long-open batches could have issued it."""
+
+    @property
+    def queued(self) -> bool:
+        return self.request.execution is None
+
+    @property
+    def held_by(self) -> Execution | None:
+        return self.request.execution
+
+
+@dataclass
+class Waits:
+    instances: Instances
+    policy: DeadlinePolicy
+    deadline: dict[str, float]
+    stuck: list[Execution]
+    calls: dict[int, list[Call]]
+    """id(execution) -> its possible BLS calls, oldest first."""
+    callers: dict[int, list[Execution]]
+    """id(admitted request) -> the open batches that could have issued it."""
+
+    def deadline_s(self, model: str) -> float:
+        return self.deadline.get(model, self.policy.ceiling(model))
+
+    def is_stuck(self, execution: Execution) -> bool:
+        return any(e is execution for e in self.stuck)
+
+    def is_call(self, execution: Execution) -> bool:
+        """Whether a request of this batch is a possible BLS call of a stuck batch."""
+        return any(
+            self.is_stuck(parent)
+            for r in execution.requests
+            for parent in self.callers.get(id(r), ())
+        )
+
+    def leaves(self, execution: Execution) -> list[Call]:
+        """The deepest open calls below a batch: what it really waits on."""
+        out: list[Call] = []
+        seen: set[int] = {id(execution)}
+        stack = list(self.calls.get(id(execution), ()))
+        while stack:
+            call = stack.pop(0)
+            held = call.held_by
+            deeper = self.calls.get(id(held), []) if held is not None else []
+            if held is not None and id(held) in seen:
+                continue
+            if held is not None:
+                seen.add(id(held))
+            if deeper:
+                stack.extend(deeper)
+            else:
+                out.append(call)
+        return out
+
+    def victims(self, model: str, now_ns: int) -> list[Admitted]:
+        """Requests queued for a model for longer than its deadline."""
+        limit = now_ns - int(self.deadline_s(model) * 1e9)
+        return [
+            r
+            for r in self.instances.queued.get(model, ())
+            if r.prepared_ns <= limit and id(r) not in self.callers
+        ]
+
+    def explain(self, model: str) -> str:
+        return self.policy.explain(model, self.instances.durations_s(model))
+
+
+_cache: dict[tuple[int, tuple[object, ...]], tuple[weakref.ref[Window], Waits]] = {}
+
+
+def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
+    """The window's wait analysis for a deadline policy, built once per window object."""
+    key = (id(window), policy.key)
+    hit = _cache.get(key)
+    if hit is not None and hit[0]() is window:
+        return hit[1]
+    result = analyse(instances_of(window), policy)
+    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    return result
+
+
+def analyse(inst: Instances, policy: DeadlinePolicy) -> Waits:
+    now = inst.until_ns
+    deadline = {m: policy.deadline_s(m, inst.durations_s(m)) for m in inst.model_instances}
+    long_open = [e for e in inst.open.values() if now - e.start_ns >= _MIN_CALL_AGE_NS]
+    learned = callees(inst)
+    called_by: dict[str, set[str]] = {}
+    for caller, models in learned.items():
+        for model in models:
+            called_by.setdefault(model, set()).add(caller)
+    callers: dict[int, list[Execution]] = {}
+    calls: dict[int, list[Call]] = {}
+    pending: list[tuple[Execution, Admitted]] = []
+    for parent in long_open:
+        for req in inst.open_after(parent.start_ns, _MIN_CALL_AGE_NS):
+            if req.execution is parent:
+                continue
+            if req.model == parent.model:
+                if req.execution is not None or req.prepared_ns - parent.start_ns > _SELF_CALL_NS:
+                    continue
+                if any(
+                    o.model in called_by.get(req.model, ()) and o.start_ns < req.prepared_ns
+                    for o in long_open
+                ):
+                    continue  # a known caller of the model was open: its call, not a self-call
+            elif parent.model in learned and req.model not in learned[parent.model]:
+                continue
+            callers.setdefault(id(req), []).append(parent)
+            pending.append((parent, req))
+    for parent, req in pending:
+        calls.setdefault(id(parent), []).append(Call(req, len(callers[id(req)])))
+
+    def limit_s(e: Execution) -> float:
+        """A cold start (the instance's first batch after a load) gets the ceiling."""
+        ceiling = policy.ceiling(e.model)
+        return ceiling if e.first_after_load else deadline.get(e.model, ceiling)
+
+    def over(e: Execution, limit: float) -> bool:
+        return now - e.start_ns > limit * 1e9
+
+    stuck: list[Execution] = []
+    for e in sorted(inst.open.values(), key=lambda x: x.start_ns):
+        if not over(e, limit_s(e)):
+            continue
+        if over(e, policy.ceiling(e.model)) or not _waits_on_progress(
+            e, calls, inst, limit_s, deadline, policy, now
+        ):
+            stuck.append(e)
+    # A caller whose every open call is stuck (held by a stuck batch, or queued for a model
+    # whose every known instance is held by one) is stuck too once past the floor, though
+    # its own deadline (which includes its calls' usual time) has not passed yet.
+    grew = True
+    while grew:
+        grew = False
+        for e in sorted(inst.open.values(), key=lambda x: x.start_ns):
+            if (
+                not any(s is e for s in stuck)
+                and over(e, policy.floor_s)
+                and _waits_only_on_stuck(e, calls, inst, stuck)
+            ):
+                stuck.append(e)
+                grew = True
+    return Waits(inst, policy, deadline, stuck, calls, callers)
+
+
+def _waits_only_on_stuck(
+    e: Execution, calls: dict[int, list[Call]], inst: Instances, stuck: list[Execution]
+) -> bool:
+    own = calls.get(id(e), [])
+    if not own:
+        return False
+    stuck_ids = {id(s) for s in stuck}
+    for call in own:
+        held = call.held_by
+        if held is not None:
+            if id(held) not in stuck_ids:
+                return False
+            continue
+        model = call.request.model
+        if not inst.all_busy(model) or any(id(b) not in stuck_ids for b in inst.busy(model)):
+            return False
+    return True
+
+
+def callees(inst: Instances) -> dict[str, set[str]]:
+    """Model -> the models it calls through BLS, learned from its completed batches (only for
+    models with at least ``_MIN_BATCHES_TO_LEARN`` of them)."""
+    admitted = sorted(
+        (r.prepared_ns, r.model)
+        for r in [
+            *(r for e in inst.executions for r in e.requests),
+            *(r for q in inst.queued.values() for r in q),
+        ]
+    )
+    if not admitted:
+        return {}
+    times = [t for t, _ in admitted]
+    span_s = max(1e-9, (times[-1] - times[0]) / 1e9)
+    rate: dict[str, int] = {}
+    for _, model in admitted:
+        rate[model] = rate.get(model, 0) + 1
+    batches: dict[str, int] = {}
+    busy_s: dict[str, float] = {}
+    hits: dict[str, dict[str, int]] = {}
+    for e in inst.executions:
+        if e.end_ns is None:
+            continue
+        batches[e.model] = batches.get(e.model, 0) + 1
+        busy_s[e.model] = busy_s.get(e.model, 0.0) + (e.end_ns - e.start_ns) / 1e9
+        lo, hi = bisect_right(times, e.start_ns), bisect_right(times, e.end_ns)
+        row = hits.setdefault(e.model, {})
+        for m in {m for _, m in admitted[lo:hi]} - {e.model}:
+            row[m] = row.get(m, 0) + 1
+    out: dict[str, set[str]] = {}
+    for model, n in batches.items():
+        if n < _MIN_BATCHES_TO_LEARN:
+            continue
+        chance_per_s = busy_s[model] / n / span_s
+        out[model] = {
+            callee
+            for callee, k in hits.get(model, {}).items()
+            if k / n >= _CALLEE_SHARE
+            and k / n >= min(1.0, _CALLEE_OVER_CHANCE * chance_per_s * rate[callee])
+        }
+    return out
+
+
+def _waits_on_progress(
+    e: Execution,
+    calls: dict[int, list[Call]],
+    inst: Instances,
+    limit_s: Callable[[Execution], float],
+    deadline: dict[str, float],
+    policy: DeadlinePolicy,
+    now: int,
+) -> bool:
+    """Whether a batch waits on a call that still moves (see the module docstring): queued
+    for a model whose instances moved within its deadline or are busy within theirs, or held
+    by a batch still within its own (a cold start's is the ceiling)."""
+    for call in calls.get(id(e), ()):
+        held = call.held_by
+        if held is not None:
+            if now - held.start_ns <= limit_s(held) * 1e9:
+                return True
+            continue
+        model = call.request.model
+        limit = deadline.get(model, policy.ceiling(model))
+        if inst.progressed_since(model, now - int(limit * 1e9)):
+            return True
+        if any(now - b.start_ns <= limit_s(b) * 1e9 for b in inst.busy(model)):
+            return True  # queued behind a batch still within its deadline (a cold start)
+    return False

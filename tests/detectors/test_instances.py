@@ -1,0 +1,97 @@
+"""Instance lifecycles without ids: the oldest-first join of admitted requests to batches."""
+
+from __future__ import annotations
+
+from observability import events as ev
+from observability.detectors.instances import build_instances
+
+MS = 1_000_000
+
+
+def _h(at_ms: float, offset: int) -> ev.LogRecord:
+    return ev.LogRecord(int(at_ms * MS), ev.LogLevel.INFO, "x.cc", 1, offset)
+
+
+def prepared(at: float, model: str, rid: str = "", off: int = 0) -> ev.RequestPrepared:
+    return ev.RequestPrepared(_h(at, off), rid, model, 1, 1, 0)
+
+
+def executing(at: float, model: str, inst: str, n: int = 1) -> ev.InstanceExecuting:
+    return ev.InstanceExecuting(_h(at, 0), model, inst, n)
+
+
+def released(at: float, inst: str, n: int = 1) -> ev.InstanceReleased:
+    return ev.InstanceReleased(_h(at, 0), inst, n)
+
+
+def test_batches_take_the_oldest_admitted_requests_of_their_model() -> None:
+    got = build_instances(
+        [
+            prepared(0, "m", "a"),
+            prepared(1, "other", "z"),
+            prepared(2, "m", "b"),
+            prepared(3, "m", "c"),
+            executing(4, "m", "m_0", 2),
+            released(10, "m_0", 2),
+            executing(11, "m", "m_0", 1),
+        ],
+        until_ns=12 * MS,
+    )
+    first, second = got.executions
+    assert first.ids == ["a", "b"] and not first.open
+    assert second.ids == ["c"] and got.open["m_0"] is second
+    assert got.queued == {}  # "other" has no instance: not accounted
+
+
+def test_a_request_still_waiting_while_an_instance_sat_idle_was_never_queued() -> None:
+    got = build_instances(
+        [
+            prepared(0, "m", "cancelled"),
+            executing(1, "m", "m_0"),  # takes it: nothing else is queued
+            released(2, "m_0"),
+            prepared(100, "m", "gone"),  # cancelled in the queue: never runs
+            prepared(1900, "m", "real"),
+            executing(2000, "m", "m_0"),  # m_0 idle for 2 s: "gone" was not waiting
+        ],
+        until_ns=2001 * MS,
+    )
+    assert got.open["m_0"].ids == ["real"]
+
+
+def test_requests_queued_behind_busy_instances_stay_queued_with_their_age() -> None:
+    got = build_instances(
+        [
+            executing(0, "m", "m_0"),
+            prepared(1, "m", "x"),
+            prepared(2, "m"),
+        ],
+        until_ns=5000 * MS,
+    )
+    assert [r.request_id for r in got.queued["m"]] == ["x", ""]
+    assert got.all_busy("m") and got.busy("m")[0].age_s(5000 * MS) == 5.0
+
+
+def test_queued_requests_beside_an_idle_instance_are_dropped_at_the_end() -> None:
+    got = build_instances(
+        [executing(0, "m", "m_0"), released(1, "m_0"), prepared(2, "m", "stale")],
+        until_ns=5000 * MS,
+    )
+    assert got.queued == {}
+
+
+def test_the_first_batch_after_a_load_is_marked_and_an_unload_ends_open_batches() -> None:
+    loaded = ev.ModelStateChange(_h(0, 0), "m", 1, "loaded")
+    unloading = ev.ModelStateChange(_h(50, 0), "m", 1, "unloading")
+    got = build_instances(
+        [
+            loaded,
+            executing(1, "m", "m_0"),
+            released(2, "m_0"),
+            executing(3, "m", "m_0"),
+            executing(4, "m", "m_1"),
+            unloading,
+        ],
+        until_ns=60 * MS,
+    )
+    assert [e.first_after_load for e in got.executions] == [True, False, True]
+    assert got.open == {}
