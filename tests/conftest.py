@@ -66,3 +66,17 @@ def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
 def healthy_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     """The same load with no fault: what every detector must stay silent on."""
     return session_recording("healthy", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def faulty_none_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """The faulty run again with no request id anywhere (``--ids none``): clients send none
+    and BLS children are built without, as tritonclient, perf_analyzer and
+    ``pb_utils.InferenceRequest`` do by default."""
+    return session_recording("faulty-ids-none", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def healthy_none_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
+    """The healthy twin with no request id anywhere."""
+    return session_recording("healthy-ids-none", tmp_path_factory)

@@ -7,6 +7,7 @@ stores nothing twice.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -68,6 +69,9 @@ class LogCollector(Collector):
                     utc_offset_s=self.utc_offset_s,
                     offset=run[0].offset,
                     stats=self.stats,
+                    # A poll may begin with a stub's text (a HUNG or STALLED report, a
+                    # traceback), which has no time of its own: the last header's, or now.
+                    start_ns=self.stats.last_at_ns or time.time_ns(),
                 )
             )
             out.append(Batch(source_of(run[0]), events))

@@ -97,13 +97,16 @@ class ParseStats:
     ``binary`` (NUL bytes), ``unterminated`` (last line without newline, held back when
     ``final=False``), ``internal`` (a bug: the line is dropped, the rest goes on);
     ``truncated_text`` counts texts cut to ``MAX_TEXT`` (the record is still emitted).
-    ``resume_offset`` is where the next call should start reading.
+    ``resume_offset`` is where the next call should start reading; ``last_at_ns`` the time of
+    the last header read (pass it as the next call's ``start_ns``: a stub's text carries no
+    time of its own and takes the last header's).
     """
 
     lines: int = 0
     records: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     resume_offset: int = 0
+    last_at_ns: int = 0
 
 
 # ---------------------------------------------------------------- constructors and tables
@@ -728,12 +731,14 @@ def parse_lines(
     offset: int = 0,
     final: bool = True,
     stats: ParseStats | None = None,
+    start_ns: int = 0,
 ) -> Iterator[Event]:
     """Yield the events of ``lines`` (bytes, terminators kept) in order.
 
     ``offset`` is the byte offset of the first line in its file. With ``final=False`` a last
     line without ``\\n`` is held back (a tailer caught a write in flight) and
-    ``stats.resume_offset`` points at it.
+    ``stats.resume_offset`` points at it. ``start_ns`` is the time of text before the first
+    header (a tailer's previous call left off there: ``stats.last_at_ns``).
     """
     if stats is None:
         stats = ParseStats()
@@ -750,7 +755,7 @@ def parse_lines(
     n_rec = 0
     n_info = 0
     pending: bytes | None = None
-    last_at = 0
+    last_at = start_ns
     block = 0
     rec: Event | None
     try:
@@ -845,6 +850,7 @@ def parse_lines(
         stats.records += n_rec
         skipped["info"] += n_info
         stats.resume_offset = off
+        stats.last_at_ns = last_at or stats.last_at_ns
 
 
 _Source = tuple[Any, str, int, tuple[bytes, ...]]

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
+from observability.bls import calls as _calls
 from observability.bls import streams as _streams
 from observability.bls.calls import CallScope, Instrumenter
 from observability.bls.metrics import CATALOGUE, MetricSpec
@@ -237,9 +238,12 @@ def child_request(
     parent_id = request.request_id()
     kwargs.setdefault("request_id", f"{parent_id}.{suffix or model_name}" if parent_id else "")
     kwargs.setdefault("trace", request.trace())
-    return pb_utils.InferenceRequest(
+    child = pb_utils.InferenceRequest(
         model_name=model_name,
         inputs=inputs,
         requested_output_names=requested_output_names,
         **kwargs,
     )
+    if _active is not None:
+        _calls.remember_model(child, model_name)
+    return child

@@ -67,9 +67,30 @@ def _text(obj: Any, method: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+_MADE: dict[int, tuple[Any, str]] = {}
+"""``id(request) -> (request, model)`` of the requests ``bls.child_request`` made and no call
+has taken yet; bounded (``_MAX_MADE``), the oldest forgotten first."""
+_MAX_MADE = 4096
+
+
+def remember_model(infer_request: Any, model: str) -> None:
+    """Note the model of a request we built: 2.51's ``InferenceRequest`` cannot tell it."""
+    try:
+        if len(_MADE) >= _MAX_MADE:
+            _MADE.pop(next(iter(_MADE)), None)
+        _MADE[id(infer_request)] = (infer_request, model)
+    except RuntimeError:  # another thread changed the dict under the iterator: skip the note
+        pass
+
+
 def child_model(infer_request: Any, parent_id: str, child_id: str) -> str:
-    """The child's model name. 2.51's ``InferenceRequest`` does not expose it, so it falls back
-    to the request-id convention ``<parent id>.<model>[.<n>]`` (see ``bls.child_request``)."""
+    """The child's model name. 2.51's ``InferenceRequest`` does not expose it, so it is what
+    ``bls.child_request`` noted when it built the request, else the request-id convention
+    ``<parent id>.<model>[.<n>]``; ``unknown`` when neither applies (pass ``model=`` to the
+    call then)."""
+    made = _MADE.pop(id(infer_request), None)
+    if made is not None and made[0] is infer_request:
+        return made[1]
     method = getattr(infer_request, "model_name", None)  # no exception raised when missing
     if method is not None:
         name = _text(infer_request, "model_name")

@@ -16,7 +16,7 @@ from pathlib import Path
 from observability.catalogue import ScheduledFault, schedule
 from observability.load.client import Outcome, Status, TritonClient
 from observability.load.runner import set_cold_start
-from observability.load.workload import inputs_for
+from observability.load.workload import STREAMING, inputs_for
 
 __all__ = ["DEMO_STEPS", "Injection", "Scenario", "Step", "steps_of"]
 
@@ -64,6 +64,7 @@ DEMO_STEPS: tuple[Step, ...] = steps_of(
             (19, "task_error"),
             (22, "shape_growth"),
             (26, "deadlock"),
+            (28, "stall"),
             (30, "ensemble_fanout"),
         ]
     )
@@ -196,8 +197,9 @@ class Scenario:
 
         step = injection.step
         client = TritonClient(self.url, step.timeout_s, send_ids=self.ids != "none")
+        send = client.stream if step.model in STREAMING else client.infer
         try:
-            outcome = client.infer(
+            outcome = send(
                 step.model,
                 inputs_for(step.model, random.Random(index)),
                 request_id=f"demo-{step.fault}-{index}",

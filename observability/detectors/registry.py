@@ -21,6 +21,7 @@ from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
 from observability.detectors.model_stalled import ModelStalled
 from observability.detectors.shape_growth import ShapeGrowthDetector
+from observability.detectors.stream_stalled import StreamStalled
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector
 from observability.detectors.target_down import TargetDown
 from observability.detectors.thread_pool_exhaustion import ThreadPoolExhaustion
@@ -43,6 +44,7 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             StubUnhealthyDetector,
             TargetDown,
             ModelStalled,
+            StreamStalled,
         )
     }
 )

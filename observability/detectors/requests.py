@@ -11,8 +11,12 @@ once, in one pass (linear in the log), so every detector reads the same answer:
   the client's id (``pipeline`` EXECUTING, then ``preprocess`` with the same id). Lifecycles
   of one id are paired last-in-first-out (a step is released before its ensemble), and a
   ``PENDING to EXECUTING`` takes the oldest queued lifecycle of the id.
-* Requests without an id (``<id_unknown>``, logged as ``""``) cannot be told apart and are
-  left out; set request ids (the demo derives ``<parent>.<child>`` ids for BLS children).
+* Requests without an id (``<id_unknown>``, logged as ``""``) cannot be told apart by their
+  state lines and get no lifecycle there. Their batches are known from the instance lines
+  (``instances.py``), though: when an instance releases a batch that held id-less requests,
+  each of them becomes an *anonymous* lifecycle (``Requests.anonymous``: model, instance,
+  times) and takes its outputs by the same join, so output shapes are read without ids too.
+  They stay out of ``lifecycles``, which the id-based detectors walk.
 * A response output is joined to the lifecycle released next among those executing when it
   was written, one output per name per release, the newest first: a python model sends its
   response inside ``execute`` and Triton releases the request right after, and a batch of N
@@ -33,10 +37,11 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from observability import events as ev
+from observability.detectors.instances import Execution, instances_of
 from observability.detectors.window import Window
 
 __all__ = ["Lifecycle", "Requests", "log_ref", "requests_of"]
@@ -102,6 +107,8 @@ class Requests:
     by_id: dict[str, list[Lifecycle]]
     instances: dict[str, set[str]]
     """Model -> instance names seen executing in the window (a lower bound of its count)."""
+    anonymous: list[Lifecycle] = field(default_factory=list)
+    """Released requests without an id, from their instance's batch, in release order."""
 
     def parent_id(self, request_id: str) -> str | None:
         """The nearest id prefix (``a.b`` of ``a.b.c``) that is a request in the window."""
@@ -150,19 +157,33 @@ def requests_of(window: Window) -> Requests:
     hit = _cache.get(id(window))
     if hit is not None and hit[0]() is window:
         return hit[1]
+    batches = {
+        e.end_offset: e
+        for e in instances_of(window).executions
+        if e.end_offset is not None and any(not r.request_id for r in e.requests)
+    }
     result = build(
         window.logs(
-            ev.RequestPrepared, ev.RequestStateChange, ev.InstanceExecuting, ev.ResponseOutput
-        )
+            ev.RequestPrepared,
+            ev.RequestStateChange,
+            ev.InstanceExecuting,
+            ev.InstanceReleased,
+            ev.ResponseOutput,
+        ),
+        batches,
     )
     key = id(window)
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 
 
-def build(records: Iterable[object]) -> Requests:
-    """Lifecycles from log records in time order (pure; exposed for tests and benchmarks)."""
+def build(records: Iterable[object], batches: Mapping[int, Execution] | None = None) -> Requests:
+    """Lifecycles from log records in time order (pure; exposed for tests and benchmarks).
+
+    ``batches``: instance executions by the offset of their release line, for the id-less
+    requests they held (see the module docstring)."""
     lifecycles: list[Lifecycle] = []
+    anonymous: list[Lifecycle] = []
     by_id: dict[str, list[Lifecycle]] = {}
     prepared: dict[str, deque[Lifecycle]] = {}
     queued: dict[str, deque[Lifecycle]] = {}
@@ -220,9 +241,22 @@ def build(records: Iterable[object]) -> Requests:
             batch = awaiting_instance.pop(rec.model, [])
             for cycle in batch[-rec.count :] if rec.count > 0 else ():
                 cycle.instance = rec.instance
+        elif isinstance(rec, ev.InstanceReleased):
+            ended = batches.get(rec.header.offset) if batches else None
+            if ended is None:
+                continue
+            for admitted in ended.requests:
+                if admitted.request_id:
+                    continue
+                cycle = Lifecycle("", admitted.model, admitted.prepared_ns)
+                cycle.executing_ns, cycle.instance = ended.start_ns, ended.instance
+                cycle.released_ns, cycle.released_offset = rec.header.at_ns, rec.header.offset
+                _claim(cycle, unclaimed, names.usual(cycle.model))
+                names.learn(cycle)
+                anonymous.append(cycle)
         elif isinstance(rec, ev.ResponseOutput):
             unclaimed.append(rec)
-    return Requests(lifecycles, by_id, instances)
+    return Requests(lifecycles, by_id, instances, anonymous)
 
 
 class _OutputNames:

@@ -16,7 +16,9 @@ the shape):
 
 Responses are joined to their request and model by :mod:`observability.detectors.requests`
 (2.51's ``add response output`` line names neither); an output name joined to a model in
-fewer than half of its responses is a join mistake and is ignored.
+fewer than half of its responses is a join mistake and is ignored. Requests without an id are
+joined through their instance's batch: their growth is read the same way, but which client
+request a response belonged to is unknown, so only ``geometric`` growth is reported for them.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class ShapeGrowthDetector:
         steps = {b - a for a, b in itertools.pairwise(tail)}
         if len(steps) == 1:
             roots = {_root(reqs, p[0].request_id) for p in run[-(n + 1) :]}
-            if len(roots) > 1:
+            if len(roots) > 1 and "" not in roots:
                 return "carried"
         return None
 
@@ -114,8 +116,9 @@ class ShapeGrowthDetector:
             how += " between client requests"
         summary = (
             f"{model} output {name} {how}: {_fmt(shapes[0])} to {_fmt(shapes[-1])} over "
-            f"{len(shapes)} successive responses ({len(roots)} client request(s)); state is "
-            "leaking across responses."
+            f"{len(shapes)} successive responses ("
+            + (f"{len(roots)} client request(s)" if any(roots) else "requests without ids")
+            + "); state is leaking across responses."
         )
         first, last = run[0][1], run[-1][1]
         evidence = (
@@ -133,7 +136,7 @@ class ShapeGrowthDetector:
                     p[1].header.at_ns,
                     log_ref(p[1].header.offset),
                     f"add response output: output: {name}, type: {p[1].dtype}, shape: "
-                    f"{_fmt(p[1].shape)} (request {p[0].request_id})",
+                    f"{_fmt(p[1].shape)} (request {p[0].request_id or 'without an id'})",
                 )
                 for p in (run[0], run[min(len(run) - 1, self.min_steps)], run[-1])
             ),
@@ -143,7 +146,7 @@ class ShapeGrowthDetector:
             severity=Severity.CRITICAL if mode == "geometric" else Severity.WARNING,
             model=model,
             instance=instance,
-            request_id=roots[0],
+            request_id=roots[0] or None,
             first_seen_ns=first.header.at_ns,
             last_seen_ns=last.header.at_ns,
             summary=summary,
@@ -156,13 +159,14 @@ def _series(reqs: Requests) -> dict[tuple[str, str | None, str], list[_Point]]:
     """(model, instance, output) -> responses in log order, join mistakes left out."""
     per_model: dict[str, int] = {}
     per_name: dict[tuple[str, str], int] = {}
-    for c in reqs.lifecycles:
+    cycles = [*reqs.lifecycles, *reqs.anonymous]
+    for c in cycles:
         if c.outputs and c.model:
             per_model[c.model] = per_model.get(c.model, 0) + 1
             for name in {o.output for o in c.outputs}:
                 per_name[c.model, name] = per_name.get((c.model, name), 0) + 1
     series: dict[tuple[str, str | None, str], list[_Point]] = {}
-    for c in reqs.lifecycles:
+    for c in cycles:
         for o in c.outputs:
             if 2 * per_name.get((c.model, o.output), 0) < per_model.get(c.model, 0):
                 continue

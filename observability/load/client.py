@@ -120,6 +120,100 @@ class TritonClient:
                 shapes[out["name"]] = tuple(int(d) for d in out.get("shape", []))
         return Outcome(request_id, model, fault, Status.OK, started, latency, "", shapes)
 
+    def stream(
+        self,
+        model: str,
+        inputs: dict[str, np.ndarray],
+        request_id: str,
+        fault: str = "",
+        parameters: dict[str, str] | None = None,
+    ) -> Outcome:
+        """One request to a decoupled model, read until its final response or the timeout.
+
+        gRPC: a bidirectional stream with ``enable_empty_final_response`` (the client then
+        knows the stream ended); a stream that times out is cancelled, as a client that gives
+        up does. HTTP: Triton's ``generate_stream`` endpoint (server-sent events; the HTTP
+        ``infer`` endpoint refuses decoupled models), read until the server closes it."""
+        started = time.monotonic()
+        try:
+            if self.protocol == "grpc":
+                done, count, error = self._grpc_stream(model, inputs, request_id, parameters)
+            else:
+                done, count, error = self._http_stream(model, inputs, parameters)
+        except Exception as err:
+            error, done, count = str(err), True, 0
+        latency = time.monotonic() - started
+        if error:
+            return Outcome(request_id, model, fault, Status.ERROR, started, latency, error[:500])
+        status = Status.OK if done else Status.TIMEOUT
+        return Outcome(
+            request_id, model, fault, status, started, latency, "", {"responses": (count,)}
+        )
+
+    def _grpc_stream(
+        self,
+        model: str,
+        inputs: dict[str, np.ndarray],
+        request_id: str,
+        parameters: dict[str, str] | None,
+    ) -> tuple[bool, int, str]:
+        import queue
+
+        tc = self._tc
+        results: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        infer_inputs = []
+        for name, array in inputs.items():
+            item = tc.InferInput(name, list(array.shape), _triton_dtype(array))
+            item.set_data_from_numpy(array)
+            infer_inputs.append(item)
+        self._client.start_stream(callback=lambda result, error: results.put((result, error)))
+        done, count, error = False, 0, ""
+        try:
+            self._client.async_stream_infer(
+                model,
+                infer_inputs,
+                request_id=request_id if self.send_ids else "",
+                parameters=parameters or None,
+                enable_empty_final_response=True,
+            )
+            deadline = time.monotonic() + self.timeout_s
+            while not done and (left := deadline - time.monotonic()) > 0:
+                try:
+                    result, err = results.get(timeout=min(left, 0.5))
+                except queue.Empty:
+                    continue
+                if err is not None:
+                    return True, count, str(err)
+                response = result.get_response()
+                final = response.parameters.get("triton_final_response")
+                done = bool(final is not None and final.bool_param)
+                count += 0 if done and not response.outputs else 1
+        finally:
+            self._client.stop_stream(cancel_requests=not done)
+        return done, count, error
+
+    def _http_stream(
+        self, model: str, inputs: dict[str, np.ndarray], parameters: dict[str, str] | None
+    ) -> tuple[bool, int, str]:
+        import json
+        import urllib.request
+
+        body = {name: array.tolist() for name, array in inputs.items()}
+        body.update(parameters or {})
+        request = urllib.request.Request(
+            f"http://{self.address}/v2/models/{model}/generate_stream",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        count = 0
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
+            for line in answer:
+                if line.startswith(b"data:"):
+                    count += 1
+                    if b'"error"' in line:
+                        return True, count, line.decode("utf-8", "replace")[:500]
+        return True, count, ""
+
     def load_model(self, model: str, config: str | None = None) -> None:
         self._client.load_model(model, config=config)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from observability.load.client import Outcome, TritonClient
 from observability.load.report import LoadReport
-from observability.load.workload import PlannedRequest, plan_request
+from observability.load.workload import STREAMING, PlannedRequest, plan_request
 
 __all__ = ["COLD_START_MODEL", "LoadConfig", "run_load", "set_cold_start"]
 
@@ -113,9 +113,8 @@ def run_load(
                     if stop.wait(max(0.0, due - time.monotonic())) or due >= deadline:
                         break
                 req = plan(index)
-                outcome = client.infer(
-                    req.model, req.inputs, req.request_id, req.fault, req.parameters
-                )
+                send = client.stream if req.model in STREAMING else client.infer
+                outcome = send(req.model, req.inputs, req.request_id, req.fault, req.parameters)
                 with lock:
                     report.add(outcome)
                 if on_outcome is not None:

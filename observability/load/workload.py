@@ -12,14 +12,18 @@ import numpy as np
 
 from observability.load.faults import FAULTS
 
-__all__ = ["HEALTHY_MIX", "PlannedRequest", "inputs_for", "plan_request"]
+__all__ = ["HEALTHY_MIX", "STREAMING", "PlannedRequest", "inputs_for", "plan_request"]
 
 HEALTHY_MIX: tuple[tuple[str, float], ...] = (
-    ("router", 0.7),
+    ("router", 0.65),
     ("pipeline", 0.15),
     ("generate", 0.15),
+    ("stream", 0.05),
 )
 """Entry models of healthy traffic and their shares."""
+
+STREAMING: frozenset[str] = frozenset({"stream"})
+"""Decoupled models: a request to one is a stream of responses (``TritonClient.stream``)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ def inputs_for(model: str, rng: random.Random, max_tokens: int = 8) -> dict[str,
     if model in ("router", "pipeline"):
         values = [rng.random() for _ in range(16)]
         return {"RAW": np.asarray(values, dtype=np.float32)}
-    if model == "generate":
+    if model in ("generate", "stream"):
         prompt = [rng.randrange(1, 32000) for _ in range(4)]
         return {
             "PROMPT_IDS": np.asarray(prompt, dtype=np.int64),

@@ -168,3 +168,26 @@ def test_the_users_current_opentelemetry_span_is_the_parent(
     (span,) = receiver.wait_for(lambda s: s.name == "bls detector")
     assert (span.trace_id, span.parent_span_id) == (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}")
     assert not context.get_current()  # nothing of ours left attached
+
+
+class _Nameless(FakeRequest):
+    """2.51's ``InferenceRequest``: no ``model_name()`` to ask."""
+
+    model_name = None  # type: ignore[assignment]
+
+
+def test_a_child_without_an_id_is_named_by_what_built_it(
+    instrumented: bls.Instrumenter, receiver: OtlpReceiver
+) -> None:
+    """Without request ids the child's model cannot be read from its id: what
+    ``bls.child_request`` noted when it built the request names it, else ``model=``."""
+    from observability.bls.calls import remember_model
+
+    parent = FakeRequest("router", "")
+    noted = _Nameless("detector", "")
+    remember_model(noted, "detector")
+    bls.exec(parent, noted)
+    bls.exec(parent, _Nameless("classifier", ""), model="classifier")
+    bls.exec(parent, _Nameless("preprocess", ""))
+    names = {s.name for s in receiver.wait_for(lambda s: s.name.startswith("bls "), 3)}
+    assert names == {"bls detector", "bls classifier", "bls unknown"}

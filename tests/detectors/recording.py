@@ -38,6 +38,7 @@ STEPS: tuple[Step, ...] = (
     Step(16, "task_error", "router", timeout_s=15),
     Step(18, "shape_growth", "generate", count=3, timeout_s=30),
     Step(21, "deadlock", "generate", params={"deadlock_s": "300"}, timeout_s=5),
+    Step(23, "stall", "stream", params={"stall_after": "3", "stall_s": "300"}, timeout_s=60),
 )
 DURATION_S = 30.0
 BLS_DEADLINE_S = 5

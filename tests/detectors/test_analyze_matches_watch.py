@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from observability.analyze import analyze_bundle, analyze_store
 from observability.bundle import open_bundle
+from observability.catalogue import FAULTS, kind_of_fault
 from observability.findings import Severity, parse_iso
 from observability.store import Store
 from tests.detectors.recording import RecordedRun
@@ -24,13 +27,23 @@ def test_bundle_analysis_equals_the_live_store(faulty_run: RecordedRun) -> None:
     assert _keys(offline.findings) == _keys(live)
 
 
-def test_every_injected_fault_is_found(faulty_run: RecordedRun, healthy_run: RecordedRun) -> None:
-    expected = {
-        ("cold_start", "classifier"), ("hung_request", "router"),
-        ("instance_saturation", "classifier"), ("thread_pool_exhaustion", "router"),
-        ("callback_error", "router"), ("shape_growth", "decoder"), ("bls_deadlock", "generate"),
-    }  # fmt: skip
-    found = analyze_bundle(faulty_run.bundle).findings
-    assert expected <= {(f.kind, f.model) for f in found}
-    quiet = analyze_bundle(healthy_run.bundle).findings
+@pytest.mark.parametrize(
+    ("faulty", "healthy"),
+    [("faulty_run", "healthy_run"), ("faulty_none_run", "healthy_none_run")],
+    ids=["ids-all", "ids-none"],
+)
+def test_every_injected_fault_is_found(
+    faulty: str, healthy: str, request: pytest.FixtureRequest
+) -> None:
+    """Each fault the recording injected owes the finding its catalogue row names (kind and
+    model, warning or above), with request ids on every request and with none at all; the
+    healthy twin of each gives nothing above info."""
+    run: RecordedRun = request.getfixturevalue(faulty)
+    twin: RecordedRun = request.getfixturevalue(healthy)
+    owed = {(kind_of_fault(i["fault"]), FAULTS[i["fault"]].finds_model) for i in run.injections}
+    assert len(owed) >= 8, owed
+    found = analyze_bundle(run.bundle).findings
+    loud = {(f.kind, f.model) for f in found if f.severity.rank >= Severity.WARNING.rank}
+    assert owed - loud == set(), sorted(owed - loud)
+    quiet = analyze_bundle(twin.bundle).findings
     assert [f.to_dict() for f in quiet if f.severity is not Severity.INFO] == []

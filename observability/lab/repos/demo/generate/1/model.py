@@ -102,7 +102,7 @@ class TritonPythonModel:
                 trace=request.trace(),
                 parameters=child_params,
             )
-            response = bls.exec(request, child)
+            response = bls.exec(request, child, model="decoder")
             if response.has_error():
                 return _error(f"generate: decoder step {step}: {response.error().message()}")
             out = pb_utils.get_output_tensor_by_name(response, "TOKEN_IDS")
@@ -125,7 +125,7 @@ class TritonPythonModel:
             trace=request.trace(),
             # No `fault` for the child: once it finally runs, it is a plain 1-token request.
         )
-        pending = self._waiters.submit(bls.exec, request, child)
+        pending = self._waiters.submit(bls.exec, request, child, model="generate")
         try:
             response = pending.result(timeout=wait_s)
         except concurrent.futures.TimeoutError:

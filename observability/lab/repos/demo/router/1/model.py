@@ -120,7 +120,7 @@ class TritonPythonModel:
 
     @staticmethod
     async def _call(parent, child, model: str):
-        response = await bls.async_exec(parent, child)
+        response = await bls.async_exec(parent, child, model=model)
         if response.has_error():
             raise ChildError(f"{model}: {response.error().message()}")
         return response
@@ -200,9 +200,9 @@ class TritonPythonModel:
             # logs "Exception in callback ..." and `scores` is never resolved.
             scores.set_result(outputs["LOGITS"].as_numpy())
 
-        asyncio.ensure_future(bls.async_exec(request, classifier_req)).add_done_callback(
-            bls.callback(deliver)
-        )
+        asyncio.ensure_future(
+            bls.async_exec(request, classifier_req, model="classifier")
+        ).add_done_callback(bls.callback(deliver))
         boxes = _output(await self._call(request, detector_req, "detector"), "BOXES")
         try:
             return await asyncio.wait_for(scores, timeout=wait_s), boxes
@@ -216,7 +216,7 @@ class TritonPythonModel:
         results: dict[str, np.ndarray] = {}
 
         async def fetch_scores() -> None:
-            response = await bls.async_exec(request, classifier_req)
+            response = await bls.async_exec(request, classifier_req, model="classifier")
             outputs = {tensor.name(): tensor for tensor in response.output_tensors()}
             results["scores"] = outputs["LOGITS"].as_numpy()  # Bug: KeyError, output is SCORES
 

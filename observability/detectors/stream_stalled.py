@@ -1,0 +1,345 @@
+"""Stream stalled: a decoupled (streaming) request whose responses stopped before the final one.
+
+Why a kind of its own: the LLM token stream that freezes half-way is not a hung request to
+Triton — the request was released when ``execute`` returned, its responses come later from the
+response sender, and nothing in the state machine, the metrics or the trace files says that one
+stopped coming (a trace entry is only written at the final response). The client waits with a
+half-written answer; no error is ever logged.
+
+Two witnesses, the exact one first:
+
+1. The in-model library (``bls.response_sender``, ``observability/bls/streams.py``) tracks every
+   stream and reports one that sent nothing for its stall deadline *while it is stalled*: a
+   ``STALLED stream`` line on the stub's stderr (Triton's log), a ``bls.stream.stalled`` marker
+   span, the ``stream <model>`` span when the stream ends (``triton.stream.stalls``), and the
+   gauge ``triton_obs_bls_streams_stalled{model,instance}``. It works for gRPC and HTTP
+   (``generate_stream``) clients alike and names the request where it has an id.
+2. Without the library, the verbose log's gRPC stream lines (``streams.py``): a stream read from
+   a client, its responses counted, its final flag. A stream open with no response for longer
+   than its model's stall deadline is stalled. HTTP streams leave no end in the log: only the
+   library sees them.
+
+The stall deadline of a model is learned like the hang deadline (``deadlines.py``): a multiple
+of the p99 of its streams' gaps (time to the first response, then between responses), never
+below ``floor_s`` nor above ``deadline_s``, with per-model overrides. A stream still stalled at
+the window's end is critical; one that stalled and then resumed or finished is a warning (its
+client saw the freeze). The library's witness wins for a model it reports on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from observability import events as ev
+from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.requests import log_ref
+from observability.detectors.streams import LogStream, log_streams
+from observability.detectors.window import Window
+from observability.findings import Evidence, Finding, Severity
+
+__all__ = ["MARKER", "STALLED_LINE", "StreamStalled"]
+
+MARKER = "bls.stream.stalled"
+STALLED_LINE = re.compile(
+    r"triton-obs bls: STALLED stream model=(?P<model>\S+) instance=(?P<instance>\S*)"
+    r" request_id='(?P<rid>[^']*)' responses=(?P<responses>\d+) idle=(?P<idle>[\d.]+)s"
+    r" stall=(?P<stall>[\d.]+)s age=(?P<age>[\d.]+)s(?: trace_id=(?P<trace>[0-9a-f]+))?"
+)
+STALLED_GAUGE = "triton_obs_bls_streams_stalled"
+
+ADVICE = (
+    "A decoupled model stopped sending responses on a stream without the final flag: its "
+    "client waits on a half-written answer. Look at what the model's stream thread waits on "
+    "(py-spy dump --pid <stub pid>): a generation step that blocks, a lock, a queue nobody "
+    "fills, an exception swallowed in the thread before the final send. Always send "
+    "TRITONSERVER_RESPONSE_COMPLETE_FINAL in a finally block, check "
+    "response_sender.is_cancelled() between tokens, and give clients a stream deadline."
+)
+
+
+@dataclass
+class _Reported:
+    """One stream the library reported stalled."""
+
+    model: str
+    instance: str
+    request_id: str
+    key: str
+    first_ns: int
+    last_ns: int
+    idle_s: float
+    responses: int
+    trace_id: str = ""
+    ended_ns: int | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class StreamStalled:
+    """Streams stalled now (critical) or stalled and resumed (warning), per model."""
+
+    kind: str = "stream_stalled"
+    deadline_s: float = 10.0
+    """The ceiling of every model's stall deadline."""
+    floor_s: float = 2.0
+    multiple: float = 10.0
+    deadlines: Mapping[str, float] = field(default_factory=dict)
+    max_named: int = 5
+
+    def detect(self, window: Window) -> list[Finding]:
+        reported = self._library(window)
+        gauges = _gauge(window)
+        stalled_gauge = {m for m, g in gauges.items() if g[0] > 0}
+        out: list[Finding] = []
+        for model in sorted({r.model for r in reported.values()} | stalled_gauge):
+            mine = [r for r in reported.values() if r.model == model]
+            out.append(self._library_finding(window, model, mine, gauges.get(model)))
+        covered = {f.model for f in out}
+        streams = log_streams(
+            window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse)
+        )
+        policy = DeadlinePolicy(
+            self.deadline_s, self.floor_s, self.multiple, overrides=self.deadlines
+        )
+        for model in sorted({s.model for s in streams} - covered):
+            finding = self._log_finding(
+                window, model, [s for s in streams if s.model == model], policy
+            )
+            if finding is not None:
+                out.append(finding)
+        return out
+
+    # -- the library's witness ---------------------------------------------------------------
+    def _library(self, window: Window) -> dict[str, _Reported]:
+        streams: dict[str, _Reported] = {}
+        for span in window.otlp_spans:
+            a = span.attribute
+            if span.name == MARKER:
+                key = a("triton.stream.span_id") or a("triton.stream.trace_id") or span.trace_id
+                seen = _Reported(
+                    a("triton.bls.parent.model") or span.service,
+                    a("triton.bls.parent.instance"),
+                    a("triton.request_id"),
+                    key,
+                    span.start_ns,
+                    span.start_ns,
+                    _float(a("triton.stream.idle_s")),
+                    int(_float(a("triton.stream.responses"))),
+                    a("triton.stream.trace_id") or span.trace_id,
+                )
+                r = _merge(streams, seen)
+                r.evidence.append(
+                    Evidence(
+                        "otlp",
+                        span.start_ns,
+                        f"trace {span.trace_id} span {span.span_id} ({MARKER})",
+                        f"no response for {a('triton.stream.idle_s')} s after "
+                        f"{a('triton.stream.responses')} response(s)",
+                    )
+                )
+        for span in window.otlp_spans:
+            if span.name.startswith("stream ") and span.span_id in streams:
+                r = streams[span.span_id]
+                r.ended_ns = span.end_ns
+                r.evidence.append(
+                    Evidence(
+                        "otlp",
+                        span.end_ns,
+                        f"trace {span.trace_id} span {span.span_id} ({span.name})",
+                        f"stream ended after {(span.end_ns - span.start_ns) / 1e9:.1f} s: "
+                        f"{span.attribute('triton.stream.responses')} response(s), final "
+                        f"{span.attribute('triton.stream.final')}, longest gap "
+                        f"{span.attribute('triton.stream.max_gap_s')} s",
+                    )
+                )
+        for rec in window.logs(ev.StubOutput):
+            assert isinstance(rec, ev.StubOutput)
+            for m in STALLED_LINE.finditer(rec.text):
+                seen = _Reported(
+                    m["model"],
+                    m["instance"],
+                    m["rid"],
+                    m["trace"] or f"{m['model']}/{m['rid']}/{rec.offset}",
+                    rec.at_ns,
+                    rec.at_ns,
+                    float(m["idle"]),
+                    int(m["responses"]),
+                    m["trace"] or "",
+                )
+                r = _merge(streams, seen)
+                r.evidence.append(
+                    Evidence("log", rec.at_ns, f"triton.log@{rec.offset}", m.group(0)[:300])
+                )
+        return streams
+
+    def _library_finding(
+        self,
+        window: Window,
+        model: str,
+        streams: list[_Reported],
+        gauge: tuple[float, int, str, Evidence] | None,
+    ) -> Finding:
+        now = window.until_ns
+        still = [r for r in streams if r.ended_ns is None]
+        # The gauge is the library's word on "now" (a stream that resumed has no span yet);
+        # without /metrics, a reported stream whose span has not ended is taken as stalled.
+        stalled_now = gauge[0] if gauge is not None else float(len(still))
+        named = [r.request_id for r in streams if r.request_id][: self.max_named]
+        ids = f" ({', '.join(repr(i) for i in named)})" if named else ""
+        if stalled_now > 0:
+            longest = max((r.idle_s + (now - r.last_ns) / 1e9 for r in still), default=0.0)
+            summary = (
+                f"{stalled_now:g} response stream(s) of {model} stalled now{ids}: open without "
+                "their final response"
+                + (f", the longest quiet for {longest:.1f} s" if longest else "")
+            )
+            severity = Severity.CRITICAL
+        else:
+            summary = (
+                f"{len(streams)} response stream(s) of {model} stalled and then went on{ids}: "
+                "their clients saw the stream freeze"
+            )
+            severity = Severity.WARNING
+        summary += ". Reported by the in-model library (bls.response_sender)."
+        evidence = [e for r in streams for e in r.evidence][: 2 * self.max_named]
+        if gauge is not None and gauge[0] > 0:
+            evidence.append(gauge[3])
+        instances = {r.instance for r in streams if r.instance}
+        return Finding(
+            kind=self.kind,
+            severity=severity,
+            model=model,
+            instance=next(iter(instances)) if len(instances) == 1 else None,
+            request_id=named[0] if len(streams) == 1 and named else None,
+            summary=summary,
+            advice=ADVICE,
+            first_seen_ns=min((r.first_ns for r in streams), default=gauge[1] if gauge else now),
+            last_seen_ns=now,
+            evidence=tuple(evidence),
+        )
+
+    # -- the log's witness -------------------------------------------------------------------
+    def _log_finding(
+        self, window: Window, model: str, streams: list[LogStream], policy: DeadlinePolicy
+    ) -> Finding | None:
+        now = window.until_ns
+        gaps = [g / 1e9 for s in streams for g in s.gaps_ns]
+        deadline = policy.deadline_s(model, gaps)
+        stalled = [s for s in streams if s.open and s.quiet_s(now) > deadline]
+        resumed = [s for s in streams if any(g / 1e9 > deadline for g in s.gaps_ns)]
+        if not stalled and not resumed:
+            return None
+        why = policy.explain(model, gaps).replace("executions", "response gaps")
+        if stalled:
+            summary = (
+                f"{len(stalled)} gRPC response stream(s) of {model} stalled now: "
+                + ", ".join(_describe(s, now) for s in stalled[: self.max_named])
+                + (
+                    f" and {len(stalled) - self.max_named} more"
+                    if len(stalled) > self.max_named
+                    else ""
+                )
+                + f"; past the {deadline:g} s stall deadline ({why})"
+            )
+            severity, shown = Severity.CRITICAL, stalled
+        else:
+            cancelled = sum(1 for s in resumed if s.cancelled)
+            summary = (
+                f"{len(resumed)} gRPC response stream(s) of {model} stalled and then went on, "
+                f"the longest gap {max(max(s.gaps_ns) for s in resumed) / 1e9:.1f} s (stall "
+                f"deadline {deadline:g} s: {why})"
+                + (f"; {cancelled} of them ended when the client cancelled" if cancelled else "")
+            )
+            severity, shown = Severity.WARNING, resumed
+        summary += (
+            ". Read from the verbose log's stream lines, which name no request: a stream is "
+            "matched to its responses by their count."
+        )
+        evidence = []
+        for s in shown[: self.max_named]:
+            who = f"request id: {s.request_id}" if s.request_id else "no request id"
+            evidence.append(
+                Evidence("log", s.opened_ns, log_ref(s.offset), f"stream read for {model} ({who})")
+            )
+            if s.responses:
+                evidence.append(
+                    Evidence(
+                        "log",
+                        s.last_ns,
+                        log_ref(s.last_offset),
+                        f"response {s.responses} of it, the last one; "
+                        + ("no final response since" if s.open else "then the final one"),
+                    )
+                )
+        named = [s.request_id for s in shown if s.request_id]
+        return Finding(
+            kind=self.kind,
+            severity=severity,
+            model=model,
+            request_id=named[0] if len(shown) == 1 and named else None,
+            summary=summary + ".",
+            advice=ADVICE,
+            first_seen_ns=min(now, min(s.last_ns for s in shown) + int(deadline * 1e9)),
+            last_seen_ns=now,
+            evidence=tuple(evidence),
+        )
+
+
+def _describe(s: LogStream, now: int) -> str:
+    who = f"'{s.request_id}'" if s.request_id else "(no request id)"
+    return (
+        f"{who} quiet for {s.quiet_s(now):.1f} s after {s.responses} response(s), open "
+        f"{(now - s.opened_ns) / 1e9:.1f} s"
+    )
+
+
+def _gauge(window: Window) -> dict[str, tuple[float, int, str, Evidence]]:
+    """Per model, the library's stalled-streams gauge at the last scrape (summed over
+    instances): ``(value, at_ns, target, evidence)``; a model the page does not carry it for
+    is absent (the library is not in that model, or /metrics is not read)."""
+    last: dict[tuple[str, str], tuple[int, dict[str, float]]] = {}
+    for target, at_ns, sample in window.samples(STALLED_GAUGE):
+        model = sample.label("model")
+        seen = last.get((target, model))
+        if seen is None or at_ns > seen[0]:
+            last[(target, model)] = (at_ns, {})
+            seen = last[(target, model)]
+        if at_ns == seen[0]:
+            seen[1][sample.label("instance") or sample.label("model_instance")] = sample.value
+    out: dict[str, tuple[float, int, str, Evidence]] = {}
+    for (target, model), (at_ns, per_instance) in last.items():
+        value = sum(per_instance.values())
+        ref = f'{STALLED_GAUGE}{{model="{model}"}} @ {target}'
+        text = f"{value:g} stalled at the last scrape"
+        out[model] = (value, at_ns, target, Evidence("metrics", at_ns, ref, text))
+    return out
+
+
+def _merge(streams: dict[str, _Reported], seen: _Reported) -> _Reported:
+    """The stream already known (by its key, or by its trace id: a stderr line names no
+    span) updated with this sighting."""
+    known = streams.get(seen.key)
+    if known is None and seen.trace_id.strip("0"):
+        known = next(
+            (r for r in streams.values() if (r.model, r.trace_id) == (seen.model, seen.trace_id)),
+            None,
+        )
+    if known is None:
+        streams[seen.key] = seen
+        return seen
+    known.first_ns = min(known.first_ns, seen.first_ns)
+    known.last_ns = max(known.last_ns, seen.last_ns)
+    known.idle_s = max(known.idle_s, seen.idle_s)
+    known.responses = max(known.responses, seen.responses)
+    known.instance = known.instance or seen.instance
+    known.request_id = known.request_id or seen.request_id
+    return known
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text or 0)
+    except ValueError:
+        return 0.0

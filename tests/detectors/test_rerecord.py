@@ -1,0 +1,32 @@
+"""The checked-in recordings still say what a fresh one says: record the faulty run anew on a
+real Triton (about 2 minutes) and compare what ``analyze`` finds in each. A change to the demo
+models, the load or the schedule that would make the fixtures stale fails here; re-make them
+with ``python -m tests.fixtures.recordings.record`` (tests/fixtures/recordings/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from observability.analyze import analyze_bundle
+from observability.findings import Severity
+from tests.detectors.recording import RecordedRun, record
+
+pytestmark = pytest.mark.lab
+
+
+def _found(bundle: Path) -> set[tuple[str, str]]:
+    return {
+        (f.kind, f.model)
+        for f in analyze_bundle(bundle).findings
+        if f.severity.rank >= Severity.WARNING.rank
+    }
+
+
+def test_a_fresh_recording_finds_what_the_checked_in_one_finds(
+    faulty_run: RecordedRun, tmp_path: Path
+) -> None:
+    fresh = record("faulty", tmp_path / "faulty", healthy=False)
+    assert [i["fault"] for i in fresh.injections] == [i["fault"] for i in faulty_run.injections]
+    assert _found(fresh.bundle) == _found(faulty_run.bundle)

@@ -1,0 +1,143 @@
+"""stream_stalled on the recorded real runs: the demo's ``stall`` fault stops a gRPC token
+stream of the decoupled ``stream`` model after 3 responses, and it is still stalled at the
+window's end. Found twice: from the in-model library (``bls.response_sender``), and from the
+verbose log's gRPC stream lines alone (the same recording with every signal of the library
+taken out). The healthy twin streams too, and must give nothing either way.
+
+The log-matching unit tests replay lines as Triton 2.51 wrote them in the lab (gRPC stream
+handler, healthy, stalled and cancelled streams; see docs/triton-behaviour.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from collectors.logs.parser import parse_bytes
+from observability import events as ev
+from observability.detectors import Window
+from observability.detectors.stream_stalled import StreamStalled
+from observability.detectors.streams import log_streams
+from observability.findings import Severity
+from tests.detectors.recording import RecordedRun
+
+
+@dataclass
+class WithoutLibrary(Window):
+    """The same recording as Triton alone shows it: no stub line of the library, none of its
+    spans, none of its series on /metrics."""
+
+    def samples(self, name: str) -> list[tuple[str, int, ev.MetricSample]]:
+        return [] if name.startswith("triton_obs_") else super().samples(name)
+
+    @cached_property
+    def otlp_spans(self) -> list[ev.OtlpSpan]:
+        return []
+
+    @cached_property
+    def _logs(self) -> list[object]:
+        return [
+            e
+            for e in Window._logs.func(self)  # type: ignore[attr-defined]
+            if not (isinstance(e, ev.StubOutput) and "triton-obs bls:" in e.text)
+        ]
+
+
+def without_library(window: Window) -> Window:
+    return WithoutLibrary(
+        since_ns=window.since_ns,
+        until_ns=window.until_ns,
+        store=window.store,
+        clock_offset_ns=window.clock_offset_ns,
+    )
+
+
+def test_the_library_reports_the_stalled_stream_while_it_is_stalled(faulty: Window) -> None:
+    [finding] = StreamStalled().detect(faulty)
+    assert (finding.model, finding.severity) == ("stream", Severity.CRITICAL)
+    assert "stalled now" in finding.summary and "in-model library" in finding.summary
+    assert "'demo-stall-0'" in finding.summary
+    assert any(e.source == "log" and "STALLED stream" in e.detail for e in finding.evidence)
+
+
+def test_the_verbose_log_alone_finds_the_stalled_stream(faulty: Window) -> None:
+    [finding] = StreamStalled().detect(without_library(faulty))
+    assert (finding.model, finding.severity) == ("stream", Severity.CRITICAL)
+    assert "gRPC response stream(s) of stream stalled now" in finding.summary
+    assert "after 3 response(s)" in finding.summary
+    assert [e.detail.split(" (")[0] for e in finding.evidence][:1] == ["stream read for stream"]
+
+
+def test_nothing_before_the_stall_has_lasted_its_deadline(
+    faulty: Window, faulty_run: RecordedRun
+) -> None:
+    stall_at = next(float(i["at_s"]) for i in faulty_run.injections if i["fault"] == "stall")
+    early = replace(faulty, until_ns=faulty.since_ns + int((stall_at + 1.0) * 1e9))
+    assert StreamStalled().detect(early) == []
+    assert StreamStalled().detect(without_library(early)) == []
+
+
+def test_healthy_streams_give_nothing(healthy: Window) -> None:
+    assert StreamStalled().detect(healthy) == []
+    assert StreamStalled().detect(without_library(healthy)) == []
+
+
+# -- matching responses to streams, on lines as Triton 2.51 writes them ----------------------
+
+_HEAD = "I1125 08:21:{s} 411 "
+_READ = (
+    _HEAD + 'stream_infer_handler.cc:155] "Process for ModelStreamInferHandler, rpc_ok=1, '
+    'context 0, 0 step READ"'
+)
+_PREPARED = (
+    _HEAD + 'infer_request.cc:905] "[request id: {rid}] prepared: [0x0x7f05b8005e50] request '
+    "id: {rid}, model: {model}, requested version: -1, actual version: 1, flags: 0x0, "
+    'correlation id: 0, batch size: 0, priority: 0, timeout (us): 0"'
+)
+_RESPONSE = (
+    _HEAD + 'stream_infer_handler.cc:632] "ModelStreamInferHandler::StreamInferComplete, '
+    'context 0, 0 step {step}, callback index {n}, flags {f}, response is nullptr {null}"'
+)
+
+
+def _lines(*rows: str) -> list[object]:
+    text = "\n".join(rows) + "\n"
+    return [e for e in parse_bytes(text.encode(), year=2026) if not isinstance(e, ev.StubOutput)]
+
+
+def _resp(s: str, n: int, final: bool = False, step: str = "ISSUED") -> str:
+    return _RESPONSE.format(s=s, n=n, f=int(final), null=int(final), step=step)
+
+
+def test_interleaved_streams_are_told_apart_by_their_response_count() -> None:
+    records = _lines(
+        _READ.format(s="05.000100"),
+        _PREPARED.format(s="05.000150", rid="a", model="llm"),
+        _resp("05.010000", 1),
+        _READ.format(s="05.011000"),
+        _PREPARED.format(s="05.011050", rid="", model="llm"),
+        _resp("05.020000", 2),
+        _resp("05.021000", 1),
+        _resp("05.030000", 3),
+        _resp("05.031000", 2, final=True),
+    )
+    first, second = log_streams(records)
+    assert (first.request_id, first.responses, first.open) == ("a", 3, True)
+    assert (second.request_id, second.responses, second.open) == ("", 1, False)
+    assert second.final_ns is not None and first.last_ns < second.final_ns
+    assert [g // 1_000_000 for g in first.gaps_ns] == [9, 10, 10]
+
+
+def test_a_cancelled_stream_is_closed_and_marked() -> None:
+    records = _lines(
+        _READ.format(s="17.051831"),
+        _PREPARED.format(s="17.051881", rid="s-cancel", model="stream"),
+        _resp("17.063023", 1),
+        _resp("17.073956", 2),
+        _resp("17.324470", 3, final=True, step="CANCELLATION_ISSUED"),
+    )
+    [stream] = log_streams(records)
+    assert (stream.responses, stream.open, stream.cancelled) == (2, False, True)
+
+
+def test_a_stream_whose_prepared_line_is_missing_is_left_out() -> None:
+    assert log_streams(_lines(_READ.format(s="05.000100"), _resp("05.010000", 1))) == []
