@@ -48,6 +48,24 @@ def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:
     return repo
 
 
+SHARED_LABS = {"triton_lab": "demo-lab", "security_run": "security-lab"}
+"""Session fixtures that start a real Triton shared by several files: their tests share a
+worker, or each pytest-xdist worker would start its own copy and the two would compete for
+this machine's two cores."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group the tests of a shared lab (``--dist loadgroup``). ``tryfirst``: xdist reads the
+    ``xdist_group`` marks in its own hook of this name, which would otherwise run first. The
+    grouping needs pytest below 9.2 (see pyproject.toml's pin)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        group = next((g for f, g in SHARED_LABS.items() if f in names), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def echo_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A one-model python repository: the smallest thing a real Triton can serve."""

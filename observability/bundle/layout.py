@@ -321,8 +321,8 @@ def _read_meta(
             notes.append(f"meta.json: {key} is not an ISO time in {_YEARS[0]}-{_YEARS[1]}: ignored")
             value = ""
         times[key] = value
-    sources = raw.get("sources") if isinstance(raw.get("sources"), dict) else {}
-    clock = raw.get("clock") if isinstance(raw.get("clock"), dict) else {}
+    sources: dict[str, Any] = raw["sources"] if isinstance(raw.get("sources"), dict) else {}
+    clock: dict[str, Any] = raw["clock"] if isinstance(raw.get("clock"), dict) else {}
     meta = BundleMeta(
         format=FORMAT,
         bundle_id=str(raw.get("bundle_id") or fallback_id),

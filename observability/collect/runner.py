@@ -151,7 +151,13 @@ class CollectRunner:
             self.state.last_error = f"{step.__name__}: {err}"
             self.metrics.store_errors.labels("error").inc()
 
-    def _queue(self, part: str, events: list[object], source: str = "", commit=None) -> None:
+    def _queue(
+        self,
+        part: str,
+        events: list[object],
+        source: str = "",
+        commit: Callable[[], None] | None = None,
+    ) -> None:
         if len(self._pending) >= self.cfg.max_pending:
             self._pending.popleft()
             self.state.dropped_batches += 1

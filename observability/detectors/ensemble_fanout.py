@@ -38,7 +38,12 @@ class EnsembleFanoutDetector:
     def detect(self, window: Window) -> list[Finding]:
         groups: dict[str, list[tuple[object, re.Match[str]]]] = {}
         for rec in window.logs(ev.ModelStateChange, ev.ErrorLine):
-            text = rec.detail if isinstance(rec, ev.ModelStateChange) else rec.text
+            if isinstance(rec, ev.ModelStateChange):
+                text = rec.detail
+            elif isinstance(rec, ev.ErrorLine):
+                text = rec.text
+            else:
+                continue
             m = NOT_WRITTEN.search(text)
             if m is not None:
                 groups.setdefault(m["ensemble"], []).append((rec, m))

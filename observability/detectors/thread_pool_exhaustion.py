@@ -284,10 +284,10 @@ class ThreadPoolExhaustion:
                 last_at[key] = at
         capacity: dict[tuple[str, str], float] = {}
         peak: dict[tuple[str, str], float] = {}
-        for name, into, pick in ((CAPACITY, capacity, min), (PEAK, peak, max)):
+        for name, gauge, pick in ((CAPACITY, capacity, min), (PEAK, peak, max)):
             for _target, _at, s in window.samples(name):
                 key = (s.label("model"), s.label("instance"))
-                into[key] = pick(into.get(key, s.value), s.value)
+                gauge[key] = pick(gauge.get(key, s.value), s.value)
         out: dict[str, list[Evidence]] = defaultdict(list)
         for key, points in waits.items():
             model, instance = key

@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar, overload
 
 from observability import events as ev
 from observability.store import Store
 
 __all__ = ["Window"]
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -38,8 +41,16 @@ class Window:
             key=_at,
         )
 
-    def logs(self, *kinds: type) -> list[object]:
-        """Log records of the given classes (all when none), in time order."""
+    @overload
+    def logs(self) -> list[object]: ...
+    @overload
+    def logs(self, kind: type[R], /) -> list[R]: ...
+    @overload
+    def logs(self, *kinds: type) -> list[object]: ...
+
+    def logs(self, *kinds: type) -> list[Any]:
+        """Log records of the given classes (all when none), in time order: one class gives
+        a list of that class, so a detector reads its fields typed."""
         if not kinds:
             return list(self._logs)
         return [e for e in self._logs if isinstance(e, kinds)]

@@ -56,6 +56,19 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+LAB_FIXTURES = frozenset({"lab_factory", "triton_lab"})
+"""Fixtures that start a real Triton: a test whose fixture closure holds one is a lab test."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that starts a Triton through our fixtures ``lab``, directly or through
+    fixtures of its own, so ``-m "not lab"`` never starts one whatever a test file forgot.
+    Tests that start Triton another way (a ``triton-obs demo`` subprocess) mark themselves."""
+    for item in items:
+        if LAB_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.lab)
+
+
 @pytest.fixture(scope="session")
 def lab_factory(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

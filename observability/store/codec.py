@@ -33,7 +33,7 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 @functools.cache
-def _names(cls: type) -> tuple[str, ...] | None:
+def _names(cls: Any) -> tuple[str, ...] | None:
     """A dataclass's field names (``None`` for any other type), looked up once per type:
     ``dataclasses.fields`` per value was most of the collector's time at line rate."""
     if dataclasses.is_dataclass(cls):
@@ -48,7 +48,7 @@ def _plain(value: Any) -> Any:
         return value.value
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
-    names = None if isinstance(value, type) else _names(type(value))
+    names = None if isinstance(value, type) else _names(value.__class__)
     if names is not None:
         return {name: _plain(getattr(value, name)) for name in names}
     return value
@@ -74,8 +74,8 @@ def _builder(tp: Any) -> typing.Callable[[Any], Any]:
     hints per value (``get_origin`` and friends) was most of a decode's time."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        inner = _builder(args[0]) if len(args) == 1 else _identity
+        present = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner = _builder(present[0]) if len(present) == 1 else _identity
         return lambda v: None if v is None else inner(v)
     if origin is tuple:
         args = typing.get_args(tp)

@@ -221,7 +221,8 @@ class Store:
         request_id: str | None = None,
     ) -> Iterator[object]:
         """Log events in time order (then file order), decoded to their dataclasses."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[str | int] = []
         if kinds is not None:
             names = list(kinds)
             where.append(f"kind IN ({','.join('?' * len(names))})")

@@ -58,7 +58,7 @@ def test_plan_uses_fault_probabilities_and_entry_models() -> None:
     assert all(p.parameters == {"fault": "hang", "hang_s": "9"} for p in hung)
     healthy = [p for p in plans if not p.fault]
     assert all(p.parameters == {} for p in healthy)
-    assert {p.model for p in healthy} == {"router", "pipeline", "generate"}
+    assert {p.model for p in healthy} == {"router", "pipeline", "generate", "stream"}
     assert len({p.request_id for p in plans}) == 400
 
 
