@@ -13,6 +13,7 @@ MODULES = (
     "watch_pass",
     "bls_overhead",
     "bls_throughput",
+    "detection_delay",
 )
 _NO_ARGV = ("metrics_parse", "bls_overhead")
 

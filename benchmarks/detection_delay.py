@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                     "baseline": fixed,
                     "ratio": round(learned / fixed, 2) if learned and fixed else None,
                 }
+                left = (until - case.injected_ns) / 1e9
+                if learned is None or fixed is None:
+                    row["note"] = f"null: not found in the {left:.1f} s left of the recording"
                 print(json.dumps(row), flush=True)
                 out.append(row)
             store.close()

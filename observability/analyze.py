@@ -14,6 +14,8 @@ from observability.bundle import Bundle, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
+from observability.detectors.signals import Coverage, coverage
+from observability.detectors.work import ModelWork, in_flight
 from observability.findings import Finding, parse_iso
 from observability.store import Store
 
@@ -24,6 +26,17 @@ __all__ = ["AnalysisResult", "analyze_bundle", "analyze_store"]
 class AnalysisResult:
     findings: list[Finding]
     notes: list[str] = field(default_factory=list)
+    coverage: Coverage | None = None
+    """The signals the bundle held and the kinds it could not show (``None``: no signals)."""
+    work: list[ModelWork] = field(default_factory=list)
+    """Work in flight per model and instance at the bundle's end."""
+
+
+def _result(window: Window, notes: list[str], **settings: object) -> AnalysisResult:
+    # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
+    detectors = default_detectors(**settings)  # type: ignore[arg-type]
+    findings = run_detectors(detectors, window)
+    return AnalysisResult(findings, notes, coverage(window), in_flight(window))
 
 
 def analyze_store(
@@ -32,13 +45,11 @@ def analyze_store(
     until_ns: int,
     clock_offset_ns: int | None = None,
     **settings: object,
-) -> list[Finding]:
+) -> AnalysisResult:
     window = Window(
         since_ns=since_ns, until_ns=until_ns, store=store, clock_offset_ns=clock_offset_ns
     )
-    # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
-    detectors = default_detectors(**settings)  # type: ignore[arg-type]
-    return run_detectors(detectors, window)
+    return _result(window, [], **settings)
 
 
 def analyze_bundle(
@@ -59,8 +70,9 @@ def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> Ana
             since, until = _bounds(meta.started_at, meta.ended_at, store.time_range())
             if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
-            findings = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
-        return AnalysisResult(findings, report.notes)
+            result = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
+        result.notes = report.notes
+        return result
     report = IngestReport(meta.bundle_id, notes=list(bundle.notes))
     events = [e for _part, _source, batch in bundle_events(bundle, report) for e in batch]
     since, until = _bounds(meta.started_at, meta.ended_at, _event_range(events))
@@ -69,8 +81,7 @@ def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> Ana
     window = Window(
         since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
     )
-    detectors = default_detectors(**settings)  # type: ignore[arg-type]  # as in analyze_store
-    return AnalysisResult(run_detectors(detectors, window), report.notes)
+    return _result(window, report.notes, **settings)
 
 
 def _event_range(events: list[object]) -> tuple[int, int] | None:

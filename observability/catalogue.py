@@ -21,13 +21,16 @@ __all__ = [
     "FAULTS",
     "KINDS",
     "SEVERITIES",
+    "SIGNALS",
     "Fault",
     "Pathology",
     "ScheduledFault",
+    "Sight",
     "kind_of_fault",
     "pathology",
     "render_markdown",
     "schedule",
+    "sight_table",
 ]
 
 SEVERITIES = ("critical", "warning", "info")
@@ -57,6 +60,38 @@ class Fault:
     """False where the fault is not a request parameter (a reload, a second server)."""
 
 
+SIGNALS: Mapping[str, str] = MappingProxyType(
+    {
+        "log": "Triton's log (stub output and errors, at any verbosity)",
+        "verbose_log": "the verbose log's request and instance lines (--log-verbose 1)",
+        "metrics": "Triton's /metrics",
+        "stats": "/v2/models/stats",
+        "library": "the in-model library (observability.bls: its metrics, spans or log lines)",
+    }
+)
+"""What a detector can read, by the name ``Pathology.needs`` and ``detectors/signals.py`` use.
+Request ids are not among them: every kind is found without ids (``Sight.without_ids`` says
+what it then cannot name)."""
+
+VERDICTS = ("yes", "partly", "no")
+
+
+@dataclass(frozen=True)
+class Sight:
+    """What a finding can still tell when a signal is missing: ``(verdict, why)`` each, the
+    verdict one of ``VERDICTS``. The README and ``docs/pathologies.md`` show them."""
+
+    without_ids: tuple[str, str]
+    without_verbose_log: tuple[str, str]
+    without_library: tuple[str, str]
+
+    def cells(self) -> tuple[tuple[str, str], ...]:
+        return (self.without_ids, self.without_verbose_log, self.without_library)
+
+
+_YES = ("yes", "")
+
+
 @dataclass(frozen=True)
 class Pathology:
     kind: str
@@ -74,6 +109,10 @@ class Pathology:
     faults: tuple[Fault, ...] = ()
     test: str = ""
     """The detector's test module (``tests/...``): its pathology and its healthy twin."""
+    needs: tuple[frozenset[str], ...] = ()
+    """Alternatives of ``SIGNALS``: the detector can see its pathology when every signal of
+    one of them is present. A window lacking all of them cannot be called healthy for it."""
+    sight: Sight = Sight(_YES, _YES, _YES)
 
     @property
     def runbook(self) -> str:
@@ -106,6 +145,17 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_hung_request.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            (
+                "yes",
+                "stuck batches by model, instance, batch size and age from instance "
+                "lifecycles; the BLS calls they wait on are matched by timing, with how many "
+                "candidate callers",
+            ),
+            ("no", "model_stalled still sees requests queue behind it on /metrics"),
+            _YES,
+        ),
     ),
     Pathology(
         "bls_call_hung",
@@ -117,6 +167,12 @@ CATALOGUE: tuple[Pathology, ...] = (
         (_INFLIGHT, "triton_obs_bls_hung"),
         (),
         "tests/detectors/test_bls_call_hung.py",
+        needs=(frozenset({"library"}),),
+        sight=Sight(
+            ("yes", "the library names each call by its parent and child model"),
+            _YES,
+            ("no", "hung_request still finds the stuck parent from the verbose log"),
+        ),
     ),
     Pathology(
         "instance_saturation",
@@ -138,6 +194,16 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_instance_saturation.py",
+        needs=(frozenset({"verbose_log", "metrics"}),),
+        sight=Sight(
+            (
+                "partly",
+                "busy instances and the queue need no id; the upstream callers are "
+                "named only when children carry their parent's id",
+            ),
+            ("no", "busy time comes from the instance lines"),
+            _YES,
+        ),
     ),
     Pathology(
         "thread_pool_exhaustion",
@@ -158,6 +224,19 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_thread_pool_exhaustion.py",
+        needs=(
+            frozenset({"verbose_log"}),
+            frozenset({"library", "metrics"}),
+        ),
+        sight=Sight(
+            (
+                "partly",
+                "only from the library's executor-wait metrics: the waves of child "
+                "arrivals are grouped by parent id",
+            ),
+            ("partly", "only from the library's executor-wait metrics"),
+            ("partly", "from the waves of BLS child arrivals in the verbose log, which need ids"),
+        ),
     ),
     Pathology(
         "bls_deadlock",
@@ -177,6 +256,16 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_bls_deadlock.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            (
+                "yes",
+                "a cycle through instance holds: every instance of a model held by "
+                "batches whose open calls wait for a model with no free instance",
+            ),
+            ("no", "model_stalled still sees requests queue with nothing executing"),
+            _YES,
+        ),
     ),
     Pathology(
         "callback_error",
@@ -204,6 +293,12 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_callback_error.py",
+        needs=(frozenset({"log"}),),
+        sight=Sight(
+            ("partly", "the traceback is found; the request it cost is named only with ids"),
+            ("partly", "the traceback is the stub's own output; the request it cost is not named"),
+            _YES,
+        ),
     ),
     Pathology(
         "ensemble_fanout",
@@ -223,6 +318,8 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_ensemble_fanout.py",
+        needs=(frozenset({"log"}),),
+        sight=Sight(_YES, ("yes", "a load error, logged at any verbosity"), _YES),
     ),
     Pathology(
         "shape_growth",
@@ -243,6 +340,12 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_shape_growth.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            ("yes", "id-less outputs join their request through its instance's batch"),
+            ("no", "response output shapes are verbose lines"),
+            _YES,
+        ),
     ),
     Pathology(
         "cold_start",
@@ -263,6 +366,12 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_cold_start.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            _YES,
+            ("no", "the first execution's length comes from the instance lines"),
+            _YES,
+        ),
     ),
     Pathology(
         "stub_unhealthy",
@@ -274,6 +383,12 @@ CATALOGUE: tuple[Pathology, ...] = (
         ("nv_inference_request_failure",),
         (),
         "tests/detectors/test_stub_unhealthy.py",
+        needs=(frozenset({"log"}),),
+        sight=Sight(
+            ("partly", "the requests the stub held are named only with ids"),
+            ("partly", "the stub's error lines are found; the requests it held are not"),
+            _YES,
+        ),
     ),
     Pathology(
         "target_down",
@@ -285,6 +400,11 @@ CATALOGUE: tuple[Pathology, ...] = (
         ("up",),
         (),
         "tests/detectors/test_target_down.py",
+        needs=(
+            frozenset({"metrics"}),
+            frozenset({"stats"}),
+        ),
+        sight=Sight(_YES, _YES, _YES),
     ),
     Pathology(
         "stream_stalled",
@@ -305,6 +425,19 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_stream_stalled.py",
+        needs=(
+            frozenset({"library"}),
+            frozenset({"verbose_log"}),
+        ),
+        sight=Sight(
+            ("yes", "gRPC stream lines are matched to their streams by count"),
+            ("partly", "only with the library's stream tracking"),
+            (
+                "partly",
+                "gRPC streams only, from the verbose log's stream lines; an HTTP "
+                "generate_stream stall needs the library",
+            ),
+        ),
     ),
     Pathology(
         "model_stalled",
@@ -316,6 +449,12 @@ CATALOGUE: tuple[Pathology, ...] = (
         (_PENDING, "nv_inference_exec_count"),
         (),
         "tests/detectors/test_model_stalled.py",
+        needs=(frozenset({"metrics"}),),
+        sight=Sight(
+            _YES,
+            ("yes", "it is there for that: the log would name the request and instance"),
+            _YES,
+        ),
     ),
 )
 
@@ -390,6 +529,11 @@ def _validate() -> None:
             raise ValueError(f"catalogue: {p.kind}: rule file {p.rule_file!r}")
         if not p.detector or not p.test.startswith("tests/"):
             raise ValueError(f"catalogue: {p.kind}: detector and test are required")
+        if not p.needs or any(not alt or alt - SIGNALS.keys() for alt in p.needs):
+            raise ValueError(f"catalogue: {p.kind}: needs {p.needs} (signals: {list(SIGNALS)})")
+        for verdict, why in p.sight.cells():
+            if verdict not in VERDICTS or (verdict != "yes" and not why):
+                raise ValueError(f"catalogue: {p.kind}: sight {verdict!r} needs a reason")
     knobs = [f.knob for p in CATALOGUE for f in p.faults]
     if len(knobs) != len(set(knobs)):
         raise ValueError("catalogue: a fault knob belongs to two kinds")
@@ -418,6 +562,34 @@ def render_markdown() -> str:
             f"| `{p.alert}` ([rules](../dashboards/alerts/{p.rule_file})) "
             f"| [{p.alert}](runbooks/{p.alert}.md) | {faults} |"
         )
+    lines += [
+        "",
+        "## What each finding sees without ids, the verbose log or the library",
+        "",
+        "Real clients send no request ids, many servers run without `--log-verbose`, and the",
+        "in-model library (`observability.bls`) is optional. `watch`, `analyze` and the triage",
+        "app say which of these signals a window lacks and which kinds it then cannot see.",
+        "",
+        "| kind | needs | without request ids | without the verbose log | without the library |",
+        "|---|---|---|---|---|",
+    ]
+    for p in CATALOGUE:
+        needs = " or ".join(" + ".join(sorted(alt)) for alt in p.needs)
+        cells = " | ".join(
+            f"{verdict}{': ' + why if why else ''}" for verdict, why in p.sight.cells()
+        )
+        lines.append(f"| `{p.kind}` | {needs} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def sight_table() -> str:
+    """The README's short form of the table above: verdicts only."""
+    lines = [
+        "| finding | no request ids | no verbose log | no in-model library |",
+        "|---|---|---|---|",
+    ]
+    for p in CATALOGUE:
+        lines.append(f"| `{p.kind}` | " + " | ".join(v for v, _ in p.sight.cells()) + " |")
     return "\n".join(lines) + "\n"
 
 

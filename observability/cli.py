@@ -6,6 +6,7 @@ import contextlib
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -365,7 +366,13 @@ def analyze(
     from dashboards.app.data.text import visible_controls
     from observability.analyze import analyze_bundle
     from observability.bundle import BundleError
-    from observability.report import findings_json, findings_markdown, findings_table
+    from observability.report import (
+        findings_json,
+        findings_markdown,
+        findings_table,
+        work_markdown,
+        work_table,
+    )
     from observability.store import StoreError
 
     if format not in ("json", "table", "markdown"):
@@ -376,12 +383,27 @@ def analyze(
         raise _fail(str(err)) from None
     for note in result.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
         err_console.print(f"[yellow]note:[/] {escape(visible_controls(note))}", highlight=False)
-    if format == "json":
+    caveats = result.coverage.lines() if result.coverage is not None else []
+    if format == "json":  # stdout stays the JSON array; what the signals lacked goes to stderr
+        for line in caveats:
+            err_console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
         typer.echo(findings_json(result.findings))
-    elif format == "markdown":
+        return
+    if format == "markdown":
         typer.echo(findings_markdown(result.findings))
-    else:
-        console.print(findings_table(result.findings, title=f"findings in {bundle}"))
+        if caveats:
+            typer.echo(
+                "## What these signals cannot show\n\n" + "\n".join(f"- {c}" for c in caveats)
+            )
+        typer.echo("\n## In flight at the end\n\n" + work_markdown(result.work))
+        return
+    table = findings_table(result.findings, title=f"findings in {bundle}")
+    if not result.findings and caveats:
+        table.caption = "no findings among the kinds these signals can show (below)"
+    console.print(table)
+    for line in caveats:
+        console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
+    console.print(work_table(result.work, title="in flight at the end of the bundle"))
 
 
 @app.command()
@@ -411,14 +433,26 @@ def watch(
             "after it was last seen (at least --evidence)",
         ),
     ] = 600.0,
+    status: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="seconds between tables of the work in flight per model and instance, "
+            "printed while there is some (0: never)",
+        ),
+    ] = 30.0,
 ) -> None:
-    """Run collectors and detectors live, print each finding as it appears, serve /metrics."""
+    """Run collectors and detectors live, print each finding as it appears, serve /metrics.
+
+    Also prints which signals the detectors lack (no verbose log, no request ids, no
+    /metrics, no in-model library) whenever that changes, and which kinds they cannot see."""
     from rich.markup import escape
     from rich.panel import Panel
 
     from dashboards.app.data.text import visible_controls
     from observability.collect import CollectConfig
     from observability.netaddr import is_loopback
+    from observability.report import work_table
     from observability.store import StoreError
     from observability.watch import WatchConfig, Watcher
 
@@ -457,6 +491,23 @@ def watch(
             )
         )
 
+    said: list[object] = [None]  # the signals' states last printed
+    tabled = [0.0]  # when the last in-flight table was printed (monotonic)
+
+    def report(w: Watcher) -> None:
+        cov = w.coverage
+        if cov is not None:
+            key = (tuple((s.name, s.state) for s in cov.signals if s.state != "idle"), cov.blind)
+            if key != said[0]:
+                said[0] = key
+                lines = cov.lines() or ["every signal the detectors read is there."]
+                for line in lines:
+                    console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
+        due = status and time.monotonic() - tabled[0] >= status
+        if due and any(m.active for m in w.work):
+            tabled[0] = time.monotonic()
+            console.print(work_table(w.work, title=f"in flight at {time.strftime('%H:%M:%S')}"))
+
     with _sigterm_calls(watcher.stop):
         shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
         if not is_loopback(host):
@@ -469,7 +520,12 @@ def watch(
         console.print(f"watching; findings go to {store}; Ctrl-C stops")
 
         with contextlib.suppress(KeyboardInterrupt):
-            watcher.run(duration_s=duration, on_new=show, on_error=lambda e: err_console.print(e))
+            watcher.run(
+                duration_s=duration,
+                on_new=show,
+                on_error=lambda e: err_console.print(e),
+                on_pass=report,
+            )
         console.print(f"{len(watcher.known)} findings active at exit")
 
 

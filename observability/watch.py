@@ -18,6 +18,8 @@ from observability.collect import CollectConfig, CollectRunner
 from observability.detectors import run_detectors
 from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
+from observability.detectors.signals import Coverage, coverage
+from observability.detectors.work import ModelWork, in_flight
 from observability.exporters.prometheus import FindingsExporter
 from observability.findings import Finding
 from observability.store import Store, StoreError
@@ -49,6 +51,10 @@ class Watcher:
         self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}
         self.passes = 0
+        self.coverage: Coverage | None = None
+        """The signals of the last pass's window and the kinds it was blind to."""
+        self.work: list[ModelWork] = []
+        """Work in flight per model and instance at the last pass."""
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -66,7 +72,8 @@ class Watcher:
         window = self.live.window(now_ns)
         seen = run_detectors(self.detectors, window)
         findings = self._still_active(seen, now_ns)
-        self.exporter.update(findings, window, hung=seen)
+        self.coverage, self.work = coverage(window), in_flight(window)
+        self.exporter.update(findings, window, hung=seen, work=self.work, signals=self.coverage)
         with Store(self.cfg.collect.store) as writer:
             writer.save_findings(findings)
         new = [f for f in seen if f.key not in self.known]
@@ -109,7 +116,10 @@ class Watcher:
         duration_s: float | None = None,
         on_new: Callable[[Finding], None] | None = None,
         on_error: Callable[[str], None] | None = None,
+        on_pass: Callable[[Watcher], None] | None = None,
     ) -> None:
+        """Until ``duration_s`` or :meth:`stop`; ``on_pass`` sees the watcher after each
+        detection pass (its ``coverage`` and ``work``)."""
         self.runner.start_servers()
         collector = threading.Thread(
             target=self.runner.run, kwargs={"duration_s": duration_s}, name="collect", daemon=True
@@ -124,6 +134,8 @@ class Watcher:
                     for finding in self.detect_once():
                         if on_new is not None:
                             on_new(finding)
+                    if on_pass is not None:
+                        on_pass(self)
                 except StoreError as err:
                     if on_error is not None:
                         on_error(str(err))

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
-from observability.catalogue import CATALOGUE, FAULTS, KINDS, Pathology, render_markdown
+from observability.catalogue import (
+    CATALOGUE,
+    FAULTS,
+    KINDS,
+    SIGNALS,
+    Pathology,
+    render_markdown,
+    sight_table,
+)
 from observability.demo.scenario import DEMO_STEPS
 from observability.detectors.registry import DETECTORS, default_detectors
 from observability.findings import KINDS as FINDING_KINDS
@@ -73,3 +81,14 @@ def test_pathologies_doc_is_generated_from_the_catalogue() -> None:
     assert doc.read_text() == render_markdown(), (
         "docs/pathologies.md is stale: python -m observability.catalogue > docs/pathologies.md"
     )
+
+
+def test_readme_sight_table_is_the_catalogues() -> None:
+    """What each kind sees without ids, the verbose log or the library: the README shows the
+    catalogue's verdicts, so a detector that learns to see more changes one place."""
+    assert sight_table() in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("p", CATALOGUE, ids=lambda p: p.kind)
+def test_every_kind_says_what_it_needs(p: Pathology) -> None:
+    assert p.needs and all(alt <= SIGNALS.keys() for alt in p.needs)

@@ -18,6 +18,8 @@ import streamlit as st
 from dashboards.app.data.source import DataSource, SourceError, View, analyze_bundle_to_store
 from observability import events as ev
 from observability.detectors.requests import Requests, requests_of
+from observability.detectors.signals import Coverage, coverage
+from observability.detectors.work import ModelWork, in_flight
 from observability.store import Store
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "ENV_LOG",
     "ENV_STORE",
     "PAGES",
+    "cached_now",
     "cached_requests",
     "cached_spans",
     "current_source",
@@ -84,6 +87,24 @@ def cached_requests(store: str, since_ns: int, until_ns: int, newest_ns: int) ->
     with Store(store, readonly=True) as db:
         window = Window(since_ns=since_ns, until_ns=until_ns, store=db)
         return requests_of(window)
+
+
+@st.cache_resource(max_entries=4, show_spinner="Reading instance lifecycles…")
+def cached_now(
+    store: str, since_ns: int, until_ns: int, newest_ns: int, clock_offset_ns: int | None
+) -> tuple[Coverage, list[ModelWork]]:
+    """The window's signals and the work in flight per model and instance (no ids needed)."""
+    from observability.detectors import Window
+
+    with Store(store, readonly=True) as db:
+        window = Window(since_ns, until_ns, store=db, clock_offset_ns=clock_offset_ns)
+        return coverage(window), in_flight(window)
+
+
+def now_for(view: View) -> tuple[Coverage, list[ModelWork]]:
+    return cached_now(
+        str(view.source.store), view.since_ns, view.until_ns, view.newest_ns, view.clock_offset_ns
+    )
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading spans…")

@@ -60,14 +60,22 @@ class Window:
         """``(target, at_ns, sample)`` of one sample name, in time order."""
         if self.store is not None:
             return list(self.store.metric_samples(name, self.since_ns, self.until_ns + 1))
-        out = [
-            (e.target, e.at_ns, s)
+        return list(self._samples_by_name.get(name, ()))
+
+    @cached_property
+    def _samples_by_name(self) -> dict[str, list[tuple[str, int, ev.MetricSample]]]:
+        """Every sample of the events by name, built once: detectors ask for a dozen names
+        per pass, and a scan of the events per name was a scan of the whole live window."""
+        out: dict[str, list[tuple[str, int, ev.MetricSample]]] = {}
+        scrapes = [
+            e
             for e in self.events
             if isinstance(e, ev.MetricsScrape) and self.since_ns <= e.at_ns <= self.until_ns
-            for s in e.samples
-            if s.name == name
         ]
-        return sorted(out, key=lambda row: row[1])
+        for e in sorted(scrapes, key=lambda e: e.at_ns):
+            for s in e.samples:
+                out.setdefault(s.name, []).append((e.target, e.at_ns, s))
+        return out
 
     @cached_property
     def model_stats(self) -> list[ev.ModelStats]:

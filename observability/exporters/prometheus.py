@@ -8,8 +8,8 @@ anything on the host may post: a label set that is no longer current is shown as
 ``RETIRE_AFTER_S`` (so a scrape sees the drop and graphs do not just stop) and then removed,
 so models that come and go do not pile up; and at most ``MAX_MODELS`` model names are
 labels at once, the rest are summed under ``model="_other"``. A series count is therefore
-at most ``(MAX_MODELS + 1) * (len(KINDS) * 3 + 3)``, and in practice
-``models * (kinds seen + 3)``.
+at most ``(MAX_MODELS + 1) * (len(KINDS) * 3 + 5) + 6``, and in practice
+``models * (kinds seen + 5) + 6``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, Gauge
 
 from observability.detectors.requests import requests_of
+from observability.detectors.signals import IDLE, PARTLY, PRESENT, Coverage
 from observability.detectors.window import Window
+from observability.detectors.work import ModelWork
 from observability.findings import Finding
 
 __all__ = ["MAX_MODELS", "OTHER_MODEL", "RETIRE_AFTER_S", "FindingsExporter"]
@@ -81,8 +83,27 @@ class FindingsExporter:
             ["model"],
             registry=registry,
         )
+        self.busy = Gauge(
+            "triton_obs_busy_instances",
+            "Instances executing a batch now, by model (verbose log; ids not needed)",
+            ["model"],
+            registry=registry,
+        )
+        self.queued = Gauge(
+            "triton_obs_queued_requests",
+            "Requests admitted and not yet executing, by model (verbose log; ids not needed)",
+            ["model"],
+            registry=registry,
+        )
+        self.signal = Gauge(
+            "triton_obs_signal_present",
+            "Whether the detectors had this signal in their last window (1 yes, 0.5 for "
+            "request ids on some requests only, 0 no; unchanged while idle)",
+            ["signal"],
+            registry=registry,
+        )
         self._series = [_Series(g) for g in (self.findings, self.hung, self.bls_inflight)]
-        self._series.append(_Series(self.oldest))
+        self._series += [_Series(self.oldest), _Series(self.busy), _Series(self.queued)]
 
     def _labelled(self) -> set[str]:
         """Model names that hold a label now (current or retiring)."""
@@ -92,10 +113,16 @@ class FindingsExporter:
         return models
 
     def update(
-        self, findings: Sequence[Finding], window: Window, hung: Sequence[Finding] | None = None
+        self,
+        findings: Sequence[Finding],
+        window: Window,
+        hung: Sequence[Finding] | None = None,
+        work: Sequence[ModelWork] = (),
+        signals: Coverage | None = None,
     ) -> None:
         """``findings`` are the active ones; ``hung`` those the detectors see *now* (default:
-        all), since a hang that aged out of the window is history, not a hung request."""
+        all), since a hang that aged out of the window is history, not a hung request.
+        ``work`` (``detectors/work.py``) adds what requests without ids hold."""
         requests = requests_of(window)
         oldest: dict[str, float] = {}
         inflight: Counter[str] = Counter()
@@ -112,7 +139,10 @@ class FindingsExporter:
         hung_now = Counter(
             f.model for f in (findings if hung is None else hung) if f.kind == "hung_request"
         )
-        models = set(requests.instances) | set(oldest) | set(hung_now)
+        for m in work:
+            if m.active:
+                oldest[m.model] = max(oldest.get(m.model, 0.0), m.oldest_s)
+        models = set(requests.instances) | set(oldest) | set(hung_now) | {m.model for m in work}
 
         # Names already labelled (retiring ones too) keep their label; new ones get one while
         # fewer than MAX_MODELS names are labelled.
@@ -132,6 +162,11 @@ class FindingsExporter:
         hung_by: Counter[Labels] = Counter()
         inflight_by: Counter[Labels] = Counter()
         oldest_by: dict[Labels, float] = {}
+        busy_by: Counter[Labels] = Counter()
+        queued_by: Counter[Labels] = Counter()
+        for m in work:
+            busy_by[(label(m.model),)] += len(m.busy)
+            queued_by[(label(m.model),)] += m.queued or 0
         for model in models:
             key = (label(model),)
             hung_by[key] += hung_now.get(model, 0)
@@ -142,3 +177,9 @@ class FindingsExporter:
         self._series[1].publish(dict(hung_by), now)
         self._series[2].publish(dict(inflight_by), now)
         self._series[3].publish(oldest_by, now)
+        self._series[4].publish(dict(busy_by), now)
+        self._series[5].publish(dict(queued_by), now)
+        for sig in signals.signals if signals is not None else ():
+            if sig.state != IDLE:
+                value = {PRESENT: 1.0, PARTLY: 0.5}.get(sig.state, 0.0)
+                self.signal.labels(sig.name).set(value)

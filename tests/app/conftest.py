@@ -32,17 +32,27 @@ class AppStore:
     until_ns: int
 
 
+def _analysed(run: RecordedRun, folder: Path) -> AppStore:
+    """A copy of a recording's store with the findings ``analyze`` gives at its end saved."""
+    path = folder / "store.db"
+    shutil.copy(run.store, path)
+    with Store(path) as store:
+        found = analyze_store(store, run.since_ns, run.until_ns, run.clock_offset_ns).findings
+        store.save_findings(found)
+    return AppStore(path, run.log, run.since_ns, run.until_ns)
+
+
 @pytest.fixture(scope="session")
 def faulty_store(faulty_run: RecordedRun, tmp_path_factory: pytest.TempPathFactory) -> AppStore:
-    """The faulty recording's store with the findings ``analyze`` gives at its end saved."""
-    path = tmp_path_factory.mktemp("app-faulty") / "store.db"
-    shutil.copy(faulty_run.store, path)
-    with Store(path) as store:
-        found = analyze_store(
-            store, faulty_run.since_ns, faulty_run.until_ns, faulty_run.clock_offset_ns
-        )
-        store.save_findings(found)
-    return AppStore(path, faulty_run.log, faulty_run.since_ns, faulty_run.until_ns)
+    return _analysed(faulty_run, tmp_path_factory.mktemp("app-faulty"))
+
+
+@pytest.fixture(scope="session")
+def faulty_none_store(
+    faulty_none_run: RecordedRun, tmp_path_factory: pytest.TempPathFactory
+) -> AppStore:
+    """The same faults with no request id anywhere."""
+    return _analysed(faulty_none_run, tmp_path_factory.mktemp("app-faulty-none"))
 
 
 @pytest.fixture(scope="session")

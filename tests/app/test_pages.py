@@ -21,12 +21,30 @@ def _finding(store: AppStore, kind: str, request_id: str) -> str:
 
 def test_now_shows_the_hung_request_first(monkeypatch, faulty_store: AppStore) -> None:
     at = run_page(monkeypatch, faulty_store.store, "now", faulty_store.log)
-    findings, inflight = at.dataframe[0].value, at.dataframe[1].value
+    findings, work, inflight = (d.value for d in at.dataframe[:3])
     assert HUNG in set(findings["request"])
+    assert HUNG in work.loc[work["model"] == "router", "requests"].iloc[0]
     assert set(findings["severity"]) <= {"critical", "warning", "info"}
     assert inflight["request"].iloc[0] == HUNG  # the oldest open request
     assert inflight["open BLS calls"].iloc[0] >= 1
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_now_without_request_ids_shows_what_holds_each_instance(
+    monkeypatch, faulty_none_store: AppStore
+) -> None:
+    """The id-less outage: the page used to say "No request is in flight at this moment"
+    while router, detector and generate each had an instance held."""
+    at = run_page(monkeypatch, faulty_none_store.store, "now", faulty_none_store.log)
+    work = at.dataframe[1].value
+    held = work[work["state"].str.startswith("executing")]
+    assert {"router", "detector", "generate"} <= set(held["model"])
+    assert all("without id" in r for r in held["requests"])
+    generate = work[work["model"] == "generate"].iloc[0]
+    assert generate["queued (log)"] == "3" and generate["pending"] == "3"
+    assert "No request is in flight" not in texts(at)
+    assert "carry no request id" in " ".join(w.value for w in at.warning)
+    assert len(at.dataframe) == 2  # no id-based request table: there are no ids
 
 
 def test_one_click_opens_a_finding(monkeypatch, faulty_store: AppStore) -> None:

@@ -21,7 +21,7 @@ def test_bundle_analysis_equals_the_live_store(faulty_run: RecordedRun) -> None:
     # 10 s deadline is not hung yet, wherever its lines were read from.
     until = parse_iso(open_bundle(faulty_run.bundle).meta.ended_at)
     with Store(faulty_run.store, readonly=True) as store:
-        live = analyze_store(store, faulty_run.since_ns, until, faulty_run.clock_offset_ns)
+        live = analyze_store(store, faulty_run.since_ns, until, faulty_run.clock_offset_ns).findings
     offline = analyze_bundle(faulty_run.bundle)
     assert _keys(live)
     assert _keys(offline.findings) == _keys(live)

@@ -27,6 +27,8 @@ from observability.detectors.model_stalled import (
     logged_models,
     stalls,
 )
+from observability.detectors.signals import Coverage
+from observability.detectors.work import ModelWork
 from observability.findings import Finding, Severity
 from observability.lab import demo_repository
 from observability.load.client import TritonClient
@@ -188,6 +190,8 @@ class Watched:
     store: Path | None = None
     since_ns: int = 0
     until_ns: int = 0
+    passes: list[tuple[Coverage | None, list[ModelWork]]] = field(default_factory=list)
+    """What ``watch`` said of its signals and of the work in flight, pass by pass."""
 
     def first(self, kind: str, model: str) -> tuple[float, Finding] | None:
         return next(((t, f) for t, f in self.findings if f.kind == kind and f.model == model), None)
@@ -252,8 +256,11 @@ def _watch(
         )
     )
     on_new = lambda f: watched.findings.append((time.time(), f))  # noqa: E731
+    on_pass = lambda w: watched.passes.append((w.coverage, w.work))  # noqa: E731
     thread = threading.Thread(
-        target=watcher.run, kwargs={"duration_s": max_s + 30, "on_new": on_new}, daemon=True
+        target=watcher.run,
+        kwargs={"duration_s": max_s + 30, "on_new": on_new, "on_pass": on_pass},
+        daemon=True,
     )
     watched.since_ns = time.time_ns()
     thread.start()
@@ -371,13 +378,35 @@ def test_watch_finds_the_stalled_model_within_deadline_plus_2s(stalled: Watched)
 
 
 @pytest.mark.lab
+def test_watch_says_what_it_cannot_see_and_what_is_in_flight(stalled: Watched) -> None:
+    """Without the verbose log, watch names the kinds it is blind to (it never calls the
+    window healthy) and still shows the work queued at generate from the pending gauge."""
+    cov, work = stalled.passes[-1]
+    assert cov is not None
+    assert cov.state("verbose_log") == "missing" and cov.state("metrics") == "present"
+    assert {"hung_request", "bls_deadlock"} <= set(cov.blind)
+    assert "model_stalled" not in cov.blind
+    generate = next(m for m in work if m.model == "generate")
+    assert generate.pending is not None and generate.pending >= 4 and generate.active
+    assert generate.queued is None  # no instance lines: the gauge is the witness
+
+
+@pytest.mark.lab
+def test_healthy_twin_is_not_called_healthy_without_the_verbose_log(healthy: Watched) -> None:
+    said = [cov for cov, _ in healthy.passes if cov is not None]
+    assert said and "hung_request" in said[-1].blind
+
+
+@pytest.mark.lab
 def test_analyze_of_the_store_finds_it_too(stalled: Watched) -> None:
     """The same rule offline, over what watch stored (``analyze`` reads a store the same way)."""
     from observability.analyze import analyze_store
 
     assert stalled.store is not None
     with Store(stalled.store, readonly=True) as store:
-        found = analyze_store(store, stalled.since_ns, stalled.until_ns, deadline_s=DEADLINE_S)
+        found = analyze_store(
+            store, stalled.since_ns, stalled.until_ns, deadline_s=DEADLINE_S
+        ).findings
     assert [f.model for f in found if f.kind == "model_stalled"] == ["generate"]
 
 

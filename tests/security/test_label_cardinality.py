@@ -64,10 +64,13 @@ Counters show ``_total`` and ``_created``: log_lines_read 2, log_lines_skipped{r
 {signal} 2 x 2 (metrics, stats), target_up{signal} 2, events_stored{part} 2 x 5 (log, metrics,
 stats, traces, otlp), store_errors{reason} 2 x 3 (full, error, dropped_batch), otlp_spans 2,
 and three unlabelled gauges (tail lag, store size, last cycle)."""
-PER_MODEL_GAUGES = 3
-"""triton_obs_hung_requests, triton_obs_bls_inflight, triton_obs_oldest_inflight_seconds."""
+PER_MODEL_GAUGES = 5
+"""triton_obs_hung_requests, triton_obs_bls_inflight, triton_obs_oldest_inflight_seconds,
+triton_obs_busy_instances, triton_obs_queued_requests."""
+SIGNAL_GAUGES = 6
+"""triton_obs_signal_present{signal}: log, verbose_log, metrics, stats, library, request_ids."""
 WATCH_DESIGN_MAX = (MAX_MODELS + 1) * (len(KINDS) * SEVERITIES + PER_MODEL_GAUGES)
-WATCH_DESIGN_MAX += SELF_METRICS_MAX
+WATCH_DESIGN_MAX += SELF_METRICS_MAX + SIGNAL_GAUGES
 
 _BLS_LABEL_VALUES = {
     "parent": 1, "model": 1, "instance": 1,  # the instance's own model and instance

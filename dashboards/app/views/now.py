@@ -15,6 +15,9 @@ from dashboards.app.data.inflight import oldest_in_flight
 from dashboards.app.data.source import DataSource, SourceError, View, open_view
 from dashboards.app.data.text import cell, chart_text
 from dashboards.app.views.common import SEVERITY_COLOURS, clock, show_text
+from observability.detectors.signals import Coverage
+from observability.detectors.work import ModelWork
+from observability.report import WORK_COLUMNS, work_rows
 
 REFRESH_S = 5
 
@@ -48,7 +51,9 @@ def _body(view: View) -> None:
     mode = "live, refreshed every 5 s" if view.live else "as of the newest event in the store"
     st.caption(f"Now is {clock(view.until_ns)} UTC ({mode}); window from {clock(view.since_ns)}.")
     findings = fd.load_findings(view.store)
-    _findings(findings)
+    signals, work = state.now_for(view)
+    _findings(findings, signals)
+    _work(work, signals)
     _in_flight(view)
     if findings:
         _charts(findings)
@@ -60,10 +65,16 @@ def _open_finding(key: str, ids: list[str]) -> None:
         state.go("finding", finding=ids[rows[0]])
 
 
-def _findings(findings: list) -> None:
+def _findings(findings: list, signals: Coverage) -> None:
     st.subheader("Findings")
+    caveats = signals.lines()
+    if caveats:
+        st.warning("What these signals cannot show:\n\n" + "\n".join(f"- {c}" for c in caveats))
     if not findings:
-        st.success("No findings: the detectors see nothing wrong in this store.")
+        if signals.blind:
+            st.info("No findings among the kinds these signals can show (see above).")
+        else:
+            st.success("No findings: the detectors see nothing wrong in this store.")
         return
     sev = fd.counts(findings, "severity")
     cols = st.columns(3)
@@ -137,12 +148,32 @@ def _open_request(key: str, ids: list[str]) -> None:
         state.go("timeline", request=ids[rows[0]])
 
 
+def _work(work: list[ModelWork], signals: Coverage) -> None:
+    """Per model and instance, from instance lifecycles and the pending gauge: shown whether
+    or not the requests carry ids."""
+    st.subheader("Work in flight per model and instance")
+    rows = work_rows(work)
+    if rows:
+        st.dataframe(
+            {col: [cell(r[i]) for r in rows] for i, col in enumerate(WORK_COLUMNS)},
+            hide_index=True,
+            key="work_table",
+        )
+        st.caption(
+            "From the verbose log's instance lines (requests need no id) and "
+            "nv_inference_pending_request_count on /metrics."
+        )
+    elif signals.state("verbose_log") == "missing" and signals.state("metrics") == "missing":
+        st.warning("Work in flight cannot be seen: neither the verbose log nor /metrics is read.")
+    else:
+        st.success("Nothing is executing or queued at this moment.")
+
+
 def _in_flight(view: View) -> None:
-    st.subheader("Oldest in-flight requests")
     oldest = oldest_in_flight(state.requests_for(view), view.until_ns)
     if not oldest:
-        st.success("No request is in flight at this moment.")
-        return
+        return  # requests without ids are in the table above
+    st.subheader("Oldest in-flight requests")
     ids = [r.request_id for r in oldest]
     show_text(
         "\n".join(

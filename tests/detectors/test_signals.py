@@ -1,0 +1,134 @@
+"""What a window can and cannot show (``detectors/signals.py``) and the work in flight per model
+and instance (``detectors/work.py``), on the real recordings: with ids and without, and the
+faulty recording as a Triton without ``--log-verbose`` would have written it (its verbose
+lines removed; a live Triton without the verbose log is in test_model_stalled.py).
+"""
+
+from __future__ import annotations
+
+from observability import events as ev
+from observability.detectors import Window
+from observability.detectors.signals import coverage
+from observability.detectors.work import in_flight
+from observability.report import work_rows
+from observability.store import Store
+from tests.detectors.conftest import window_of
+from tests.detectors.recording import RecordedRun
+
+VERBOSE_ONLY = (
+    ev.RequestPrepared,
+    ev.RequestStateChange,
+    ev.InstanceExecuting,
+    ev.InstanceReleased,
+    ev.ResponseOutput,
+    ev.FrontendRequest,
+    ev.StreamRequestRead,
+    ev.StreamResponse,
+)
+"""What Triton writes only at --log-verbose 1 (I-level lines that stay: load, errors, stubs)."""
+
+
+def _events(run: RecordedRun, keep_log: bool = True) -> list[object]:
+    with Store(run.store, readonly=True) as store:
+        out: list[object] = []
+        if keep_log:
+            out += [r for r in store.log_records() if not isinstance(r, VERBOSE_ONLY)]
+        out += list(store.metric_scrapes(0))
+        out += list(store.scrapes())
+        out += list(store.model_stats())
+        out += list(store.otlp_spans())
+    return out
+
+
+def _quiet(run: RecordedRun, keep_log: bool = True) -> Window:
+    """The recording as a Triton without the verbose log leaves it."""
+    return Window(run.since_ns, run.until_ns, events=_events(run, keep_log))
+
+
+def test_healthy_recording_has_every_signal(healthy_run: RecordedRun) -> None:
+    cov = coverage(window_of(healthy_run))
+    assert {s.name: s.state for s in cov.signals} == {
+        "log": "present",
+        "verbose_log": "present",
+        "metrics": "present",
+        "stats": "present",
+        "library": "present",
+        "request_ids": "present",
+    }
+    assert cov.blind == () and cov.lines() == []
+
+
+def test_without_ids_the_window_says_so_and_stays_able_to_see_every_kind(
+    faulty_none_run: RecordedRun,
+) -> None:
+    cov = coverage(window_of(faulty_none_run))
+    assert cov.state("request_ids") == "missing"
+    assert cov.blind == ()
+    (line,) = cov.lines()
+    assert "carry no request id" in line and "matched to callers by timing" in line
+
+
+def test_without_the_verbose_log_the_log_detectors_are_named_blind(
+    faulty_run: RecordedRun,
+) -> None:
+    cov = coverage(_quiet(faulty_run))
+    assert cov.state("verbose_log") == "missing"  # requests were served: /metrics says so
+    assert cov.state("log") == "present"
+    for kind in ("hung_request", "bls_deadlock", "shape_growth", "cold_start"):
+        assert kind in cov.blind
+    for kind in ("model_stalled", "callback_error", "target_down", "stream_stalled"):
+        assert kind not in cov.blind  # metrics, stub output, scrapes, the library
+    assert any("--log-verbose 1" in line for line in cov.lines())
+
+
+def test_with_no_log_and_no_scrape_nothing_is_claimed(faulty_run: RecordedRun) -> None:
+    only_spans = [e for e in _events(faulty_run, keep_log=False) if isinstance(e, ev.OtlpSpan)]
+    cov = coverage(Window(faulty_run.since_ns, faulty_run.until_ns, events=only_spans))
+    assert cov.state("metrics") == "missing" and cov.state("log") == "missing"
+    assert {"hung_request", "model_stalled", "target_down", "callback_error"} <= set(cov.blind)
+
+
+def test_an_idle_window_is_not_called_blind() -> None:
+    """No request and no traffic: whether the log is verbose cannot be told, and no kind is
+    called blind for it."""
+    t0 = 1_790_000_000_000_000_000
+    header = ev.LogRecord(t0, ev.LogLevel.INFO, "server.cc", 1, 0)
+    events = [
+        ev.ModelStateChange(header, "m", 1, "loaded"),
+        ev.ScrapeStatus(t0, "metrics http://127.0.0.1:8002/metrics", True, 0.01),
+    ]
+    cov = coverage(Window(t0, t0 + 10**9, events=events))
+    assert cov.state("verbose_log") == "idle"
+    assert "hung_request" not in cov.blind
+
+
+def test_work_without_ids_names_each_held_instance_and_the_queue(
+    faulty_none_run: RecordedRun,
+) -> None:
+    work = {m.model: m for m in in_flight(window_of(faulty_none_run))}
+    for model in ("router", "detector", "generate"):
+        (held,) = work[model].busy
+        assert held.batch == 1 and held.request_ids == () and held.age_s > 5
+    # generate's self-call and the two requests behind it: the log and the gauge agree
+    assert work["generate"].queued == 3 and work["generate"].pending == 3
+    assert not work["classifier"].active
+    rows = work_rows(list(work.values()))
+    assert [r[0] for r in rows][:3] == ["router", "detector", "generate"]  # oldest first
+    assert all("1 without id" in r[4] for r in rows)
+
+
+def test_work_with_ids_names_the_requests(faulty_run: RecordedRun) -> None:
+    work = {m.model: m for m in in_flight(window_of(faulty_run))}
+    (held,) = work["router"].busy
+    assert held.request_ids == ("demo-hang-0",)
+
+
+def test_work_without_the_verbose_log_is_the_pending_gauge(faulty_run: RecordedRun) -> None:
+    work = {m.model: m for m in in_flight(_quiet(faulty_run))}
+    assert work["generate"].instances == () and work["generate"].queued is None
+    assert work["generate"].pending == 3 and work["generate"].active
+
+
+def test_healthy_recording_ends_with_nothing_stuck(healthy_run: RecordedRun) -> None:
+    work = in_flight(window_of(healthy_run))
+    assert all(m.oldest_s < 2.0 for m in work), [(m.model, m.oldest_s) for m in work]
