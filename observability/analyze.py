@@ -7,11 +7,14 @@ the same rules ``watch`` applies live.
 
 from __future__ import annotations
 
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from observability.bundle import Bundle, open_bundle
+from observability import events as ev
+from observability.bundle import Bundle, BundleError, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
+from observability.bundle.loose import open_loose
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
@@ -53,20 +56,41 @@ def analyze_store(
 
 
 def analyze_bundle(
-    root: Path | str, store_path: Path | None = None, **settings: object
+    root: Path | str,
+    store_path: Path | None = None,
+    log_format: str | None = None,
+    **settings: object,
 ) -> AnalysisResult:
     """Findings of a bundle folder or archive. Without ``store_path`` the events stay in
     memory (no store to write: several times faster on a large log); with it they are
-    ingested and kept. An archive's temporary folder is gone when this returns."""
-    with open_bundle(root) as bundle:
-        return _analyze(bundle, store_path, **settings)
+    ingested and kept. An archive's temporary folder is gone when this returns.
+    ``log_format`` forces the log's frame (``collectors/logs/framing.py``).
+
+    ``root`` may also be what users have instead of a bundle: a log, a /metrics page, a
+    stats or trace file, or a folder of them (``bundle/loose.py``)."""
+    with _open(Path(root)) as bundle:
+        return _analyze(bundle, store_path, log_format, **settings)
 
 
-def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> AnalysisResult:
+def _open(root: Path) -> Bundle:
+    try:
+        return open_bundle(root)
+    except BundleError:
+        loose = (root.is_dir() and not (root / "meta.json").exists()) or (
+            root.is_file() and not tarfile.is_tarfile(root)
+        )
+        if not loose:
+            raise
+        return open_loose(root)
+
+
+def _analyze(
+    bundle: Bundle, store_path: Path | None, log_format: str | None, **settings: object
+) -> AnalysisResult:
     meta = bundle.meta
     if store_path is not None:
         with Store(store_path) as store:
-            report = ingest_bundle(bundle, store)
+            report = ingest_bundle(bundle, store, log_format=log_format)
             since, until = _bounds(meta.started_at, meta.ended_at, store.time_range())
             if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
@@ -74,8 +98,15 @@ def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> Ana
         result.notes = report.notes
         return result
     report = IngestReport(meta.bundle_id, notes=list(bundle.notes))
-    events = [e for _part, _source, batch in bundle_events(bundle, report) for e in batch]
-    since, until = _bounds(meta.started_at, meta.ended_at, _event_range(events))
+    events = [
+        e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
+    ]
+    span = _event_range(events, meta.epoch_minus_monotonic_ns)
+    if meta.sources.get("loose") and span is not None:
+        # No capture end: judge at the log's last line, not at a snapshot's file time.
+        logged = [_time_of(e) for e in events if getattr(e, "header", None) is not None]
+        span = (span[0], max(logged)) if logged else span
+    since, until = _bounds(meta.started_at, meta.ended_at, span)
     if since is None or until is None:
         return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
     window = Window(
@@ -84,8 +115,17 @@ def _analyze(bundle: Bundle, store_path: Path | None, **settings: object) -> Ana
     return _result(window, report.notes, **settings)
 
 
-def _event_range(events: list[object]) -> tuple[int, int] | None:
+def _event_range(events: list[object], clock_offset_ns: int | None) -> tuple[int, int] | None:
+    """The events' span. Trace-file spans count on the monotonic clock plus the host's
+    offset, or on their own when nothing else has a time (a bundle of trace files only)."""
     stamps = [t for e in events if (t := _time_of(e))]
+    traced = [
+        ns + (clock_offset_ns or 0)
+        for e in events
+        if isinstance(e, ev.TraceSpan) and (clock_offset_ns is not None or not stamps)
+        for _, ns in e.timestamps
+    ]
+    stamps += traced
     return (min(stamps), max(stamps)) if stamps else None
 
 

@@ -45,10 +45,31 @@ TraceOpt = Annotated[
 OtlpPortOpt = Annotated[
     int | None, typer.Option("--otlp-port", help="receive OTLP/HTTP spans on 127.0.0.1:PORT")
 ]
+LogFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--log-format",
+        help="how the log is framed: auto (decided from its lines), glog, timestamps (docker or "
+        "kubectl --timestamps), compose, log-ui, cri (Kubernetes), docker-json, no-date",
+    ),
+]
 UntilOpt = Annotated[
     float | None,
     typer.Option("--duration", min=0.1, help="stop after S seconds (default: Ctrl-C)"),
 ]
+
+
+def _log_format(value: str) -> str:
+    from collectors.logs.framing import FORMATS
+
+    if value not in FORMATS:
+        raise _fail(f"unknown --log-format {value!r}: {', '.join(FORMATS)}")
+    return value
+
+
+def _none_if_auto(value: str) -> str | None:
+    """``auto`` on the command line leaves a bundle's own recorded frame in force."""
+    return None if value == "auto" else value
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -276,6 +297,7 @@ def capture(
 def ingest(
     bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
     store: StoreOpt,
+    log_format: LogFormatOpt = "auto",
 ) -> None:
     """Replay a bundle into a store, with the bundle's timestamps; twice stores nothing twice."""
     from rich.markup import escape
@@ -287,7 +309,7 @@ def ingest(
 
     try:
         with Store(store) as db:
-            report = run_ingest(bundle, db)
+            report = run_ingest(bundle, db, log_format=_none_if_auto(_log_format(log_format)))
     except (BundleError, StoreError) as err:
         raise _fail(str(err)) from None
     parts = ", ".join(f"{n} {part}" for part, n in sorted(report.inserted.items())) or "nothing"
@@ -312,6 +334,7 @@ def collect(
     host: Annotated[
         str, typer.Option(help="address of /metrics and the OTLP receiver; beyond loopback warns")
     ] = "127.0.0.1",
+    log_format: LogFormatOpt = "auto",
 ) -> None:
     """Run every collector live into a store, serving the collector's own /metrics."""
     from observability.collect import CollectConfig, CollectRunner
@@ -323,6 +346,7 @@ def collect(
     cfg = CollectConfig(
         store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
         otlp_port=otlp_port, metrics_port=port, interval_s=interval, host=host,
+        log_format=_log_format(log_format),
     )  # fmt: skip
     try:
         runner = CollectRunner(cfg)
@@ -354,11 +378,18 @@ def collect(
 
 @app.command()
 def analyze(
-    bundle: Annotated[Path, typer.Argument(help="bundle folder or .tar.gz")],
+    bundle: Annotated[
+        Path,
+        typer.Argument(
+            help="bundle folder or .tar.gz; or a log, /metrics page, stats or trace file, "
+            "or a folder of them"
+        ),
+    ],
     format: Annotated[str, typer.Option("--format", help="json, table or markdown")] = "table",
     store: Annotated[
         Path | None, typer.Option(help="keep the ingested store here (default: temporary)")
     ] = None,
+    log_format: LogFormatOpt = "auto",
 ) -> None:
     """Find pathologies in a bundle offline; --format json prints only the JSON array."""
     from rich.markup import escape
@@ -378,7 +409,7 @@ def analyze(
     if format not in ("json", "table", "markdown"):
         raise _fail(f"unknown format {format!r}: json, table or markdown")
     try:
-        result = analyze_bundle(bundle, store)
+        result = analyze_bundle(bundle, store, _none_if_auto(_log_format(log_format)))
     except (BundleError, StoreError) as err:
         raise _fail(str(err)) from None
     for note in result.notes[:20]:  # notes quote the bundle: no markup, no terminal escapes
@@ -441,6 +472,7 @@ def watch(
             "printed while there is some (0: never)",
         ),
     ] = 30.0,
+    log_format: LogFormatOpt = "auto",
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics.
 
@@ -464,6 +496,7 @@ def watch(
         collect=CollectConfig(
             store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
             otlp_port=otlp_port, metrics_port=port, host=host,
+            log_format=_log_format(log_format),
         ),
         settings={"deadline_s": deadline}, evidence_s=evidence, lookback_s=lookback,
     )  # fmt: skip

@@ -13,7 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from collectors.base import Batch, Collector, Health
-from collectors.logs.parser import ParseStats, parse_lines
+from collectors.logs.framing import Framing
+from collectors.logs.parser import ParseStats
+from collectors.logs.reader import parse_log
 from collectors.tail.tailer import Line, Tailer
 
 __all__ = ["LogCollector"]
@@ -48,24 +50,33 @@ class LogCollector(Collector):
     signal = "log"
 
     def __init__(
-        self, path: Path | str, checkpoint_path: Path | str, utc_offset_s: int = 0
+        self,
+        path: Path | str,
+        checkpoint_path: Path | str,
+        utc_offset_s: int = 0,
+        log_format: str = "auto",
     ) -> None:
         self.path = Path(path)
         self.tailer = Tailer(self.path, checkpoint_path)
         self.stats = ParseStats()
+        self.framing = Framing(log_format)
+        """The file's frame (docker, compose, CRI, ...): decided on its first lines, kept
+        through rotations (the runtime that writes the file does not change)."""
         self.utc_offset_s = utc_offset_s
         self._uncommitted: list[Line] = []
 
     def collect(self) -> list[Batch]:
         lines = self.tailer.poll()
         self._uncommitted.extend(lines)
-        year = datetime.now(timezone.utc).year
+        today = datetime.now(timezone.utc).date()
         out = []
         for run in _runs(lines):
             events = list(
-                parse_lines(
+                parse_log(
                     (line.data for line in run),
-                    year=year,
+                    framing=self.framing,
+                    today=today,
+                    year=today.year,
                     utc_offset_s=self.utc_offset_s,
                     offset=run[0].offset,
                     stats=self.stats,

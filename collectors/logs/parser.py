@@ -324,16 +324,23 @@ def _h_response(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
 
 
 def _h_http(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
-    if not line.startswith(b"HTTP request: ", m):
-        return None
-    sp = line.find(b" ", m + 14, e)
+    if line.startswith(b"HTTP request: ", m):
+        return _method_path(line, m + 14, e, h, "http")
+    if line.startswith(b"SageMaker request: ", m):  # sagemaker_server.cc: /invocations, /ping
+        return _method_path(line, m + 19, e, h, "sagemaker")
+    return None
+
+
+def _method_path(line: bytes, p: int, e: int, h: _Hdr, protocol: str) -> Event | None:
+    """``<htp_method number> <path>`` as libevhtp's frontends log a request."""
+    sp = line.find(b" ", p, e)
     if sp < 0:
         return None
-    num = line[m + 14 : sp]
+    num = line[p:sp]
     if not num.isdigit():
         return None
     method = _HTTP_METHODS.get(num) or _s(num)
-    return _mk_front(h, "http", method, line[sp + 1 : e].decode("utf-8", "replace"))
+    return _mk_front(h, protocol, method, line[sp + 1 : e].decode("utf-8", "replace"))
 
 
 def _h_grpc_handler(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
@@ -386,6 +393,11 @@ def _h_grpc_server(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
 
 
 def _h_lifecycle(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    if line.startswith(b"unloading: ", m):  # before 22.x: model_repository_manager.cc
+        name, sep, ver = line[m + 11 : e].rpartition(b":")
+        if not sep:
+            return None
+        return _mk_model(h, _s(name), int(ver), "unloading", "")
     if line.startswith(b"loading: ", m):
         name, sep, ver = line[m + 9 : e].rpartition(b":")
         if not sep:
@@ -428,13 +440,16 @@ def _h_server(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
 
 
 def _h_repo_manager(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    """Repository polls, and every model's lifecycle before 22.x moved it to
+    ``model_lifecycle.cc`` (``loading: m:1``, ``successfully loaded 'm' version 1``,
+    ``unloading: m:1``, ``successfully unloaded 'm' version 1``)."""
     if line.startswith(b"Poll failed for model directory '", m):
         q = line.find(b"': ", m + 33, e)
         if q < 0:
             return None
         detail = _text(b'"' + line[q + 3 : e] + b'"', _NULL_STATS)
         return _mk_model(h, _s(line[m + 33 : q]), None, "failed", detail)
-    return None
+    return _h_lifecycle(line, m, e, h)
 
 
 def _h_stub(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
@@ -443,18 +458,27 @@ def _h_stub(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
         q = line.find(b"'", p + 14, e)
         if q > 0:
             return _mk_stub(h, _s(line[p + 14 : q]), _text(b'"' + line[m:e] + b'"', _NULL_STATS))
-    if line.startswith((b"Failed to initialize Python stub", b" Non-graceful termination"), m):
+    if line.startswith(_STUB_DEATHS, m):
         return _mk_stub(h, "", _text(b'"' + line[m:e] + b'"', _NULL_STATS).strip())
     return None
 
+
+_STUB_DEATHS = (
+    b"Failed to initialize Python stub",
+    b" Non-graceful termination",
+    b"Stub process is unhealthy and it will be restarted",  # 21.x-23.x, no instance named
+    b"Stub process is not healthy",
+)
 
 _NULL_STATS = ParseStats()
 
 _DISPATCH = {
     b"infer_request.cc": _h_infer_request,
     b"python_be.cc": _h_python_be,
+    b"python.cc": _h_python_be,  # the python backend's source before 21.x
     b"infer_response.cc": _h_response,
     b"http_server.cc": _h_http,
+    b"sagemaker_server.cc": _h_http,
     b"infer_handler.cc": _h_grpc_handler,
     b"infer_handler.h": _h_grpc_handler,
     b"stream_infer_handler.cc": _h_stream_handler,
@@ -471,6 +495,7 @@ _PREFIXES: dict[bytes, tuple[bytes, ...]] = {
     b"infer_request.cc": (b"[request id: ",),
     b"infer_response.cc": (b"add response output: ",),
     b"http_server.cc": (b"HTTP request: ",),
+    b"sagemaker_server.cc": (b"SageMaker request: ",),
     b"infer_handler.cc": (b"New request handler for ", b"Cancellation notification received"),
     b"infer_handler.h": (b"New request handler for ", b"Cancellation notification received"),
     b"stream_infer_handler.cc": (
@@ -480,8 +505,14 @@ _PREFIXES: dict[bytes, tuple[bytes, ...]] = {
         _STREAM_READ,
     ),
     b"grpc_server.cc": (b"Process for ",),
-    b"model_lifecycle.cc": (b"loading: ", b"successfully ", b"failed to load '"),
-    b"model_repository_manager.cc": (b"Poll failed for model directory '",),
+    b"model_lifecycle.cc": (b"loading: ", b"unloading: ", b"successfully ", b"failed to load '"),
+    b"model_repository_manager.cc": (
+        b"Poll failed for model directory '",
+        b"loading: ",
+        b"unloading: ",
+        b"successfully ",
+        b"failed to load '",
+    ),
 }
 """Message starts a handler can match, checked in C before paying for the Python call.
 A source missing here (server.cc, pb_stub.cc) always gets its handler called."""
@@ -698,7 +729,8 @@ def _stub_text(raw: bytes, off: int, st: _State, stats: ParseStats) -> StubOutpu
 
 
 _GLUED_HEAD = re.compile(
-    rb'"(?=[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} |\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [IWEF] )'
+    rb"(?<=\S)(?=[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^\s:\]]+\.(?:cc|h|cpp):\d+\] "
+    rb"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [IWEF] +\d+ [^\s:\]]+\.(?:cc|h|cpp):\d+\] )"
 )
 
 
@@ -706,20 +738,22 @@ def _unglued(lines: Iterable[bytes]) -> Iterator[bytes]:
     """Split two Triton lines written onto one physical line by concurrent threads.
 
     Seen on 2.51 under load: ``"... EXECUTING to RELEASED"I1122 03:55:50.686441 866
-    infer_handler.h:1374] "Received ..."``. Only a line holding two ``] "`` (two quoted
-    messages) is searched, so the common case costs one ``bytes.count``.
+    infer_handler.h:1374] "Received ..."``, and in older releases' unquoted messages the same
+    without the quote (``... to RELEASEDI0315 ...``). Only a line naming two source files
+    (``.cc:``/``.h:`` twice, a C-level count) is searched, so the common case costs two
+    ``bytes.count``; a stub's text glued in front of a header is ``_headerless``'s.
     """
     for line in lines:
         if not isinstance(line, (bytes, bytearray)):
             raise TypeError(f"parse_lines wants bytes lines, got {type(line).__name__}")
-        if line.count(b'] "') < 2:
+        if line.count(b".cc:") + line.count(b".h:") < 2:
             yield line
             continue
         start = 0
-        for m in _GLUED_HEAD.finditer(line):
-            cut = m.start() + 1
-            yield line[start:cut]
-            start = cut
+        for m in _GLUED_HEAD.finditer(line, 1):
+            if m.start() > start and _ANY_HEAD.match(line, start):
+                yield line[start : m.start()]
+                start = m.start()
         yield line[start:]
 
 

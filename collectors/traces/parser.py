@@ -206,6 +206,21 @@ def _text(value: str) -> str:
     return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
 
 
+_OLD_STAGES = {
+    "request handler start": "REQUEST_START",
+    "request handler end": "REQUEST_END",
+}
+"""Releases before 20.x named the stages in lower case with spaces (``queue start``); all but
+these two are today's names so spelled."""
+
+
+def _stage(name: str) -> str:
+    """A timestamp's stage under today's name: the timeline and the detectors know only it."""
+    if not name.islower():
+        return name
+    return _OLD_STAGES.get(name) or name.upper().replace(" ", "_")
+
+
 def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{what} must be an integer, got {value!r:.80}")
@@ -233,7 +248,7 @@ def _apply(builders: dict[int, _Builder], record: Any) -> bool:
         for item in raw:
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise ValueError(f"a timestamp needs a name and ns, got {item!r:.80}")
-            stamps.append((_text(item["name"]), _int(item.get("ns"), "timestamp 'ns'")))
+            stamps.append((_stage(_text(item["name"])), _int(item.get("ns"), "timestamp 'ns'")))
     header: tuple[str, str, str, int | None] | None = None
     if has_header:
         model = record["model_name"]

@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from collectors.logs.parser import ParseStats, parse_lines
+from collectors.logs.framing import Framing
+from collectors.logs.parser import ParseStats
+from collectors.logs.reader import parse_log
 from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
 from collectors.traces.parser import parse_trace_file_lenient
@@ -121,8 +124,11 @@ def _otlp_spans(text: str) -> list[object]:
     return list(spans_from_otlp_json(json.loads(text)))
 
 
-def bundle_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str, list[object]]]:
-    """``(part, source, events)`` batches from every part of the bundle, in a fixed order."""
+def bundle_events(
+    bundle: Bundle, report: IngestReport, log_format: str | None = None
+) -> Iterator[tuple[str, str, list[object]]]:
+    """``(part, source, events)`` batches from every part of the bundle, in a fixed order.
+    ``log_format`` overrides the log's frame (default: the bundle's, else ``auto``)."""
     meta, notes = bundle.meta, report.notes
     bid = meta.bundle_id
     for unix_ms, path in bundle.metrics:
@@ -174,10 +180,12 @@ def bundle_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, s
             if spans is not None:
                 yield "otlp", "", spans
     if bundle.log is not None:
-        yield from _log_events(bundle, report)
+        yield from _log_events(bundle, report, log_format or meta.log_format)
 
 
-def _log_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str, list[object]]]:
+def _log_events(
+    bundle: Bundle, report: IngestReport, log_format: str
+) -> Iterator[tuple[str, str, list[object]]]:
     meta, notes = bundle.meta, report.notes
     try:
         fh = open_part(bundle.log) if bundle.log is not None else None
@@ -187,13 +195,16 @@ def _log_events(bundle: Bundle, report: IngestReport) -> Iterator[tuple[str, str
     if fh is None:
         return
     stats = ParseStats()
+    framing = Framing(log_format)
     source = f"{meta.bundle_id}/triton.log"
     with fh:
         lines = _LogLines(fh, meta.log_start_offset, bundle.limits.log_line_bytes)
         try:
             while not lines.eof:
-                records = parse_lines(
+                records = parse_log(
                     lines.run(),
+                    framing=framing,
+                    today=meta.date or date.today(),
                     year=meta.year,
                     utc_offset_s=meta.log_utc_offset_s,
                     offset=lines.offset,
@@ -228,10 +239,11 @@ def ingest_bundle(
     bundle: Bundle,
     store: Store,
     on_batch: Callable[[str, int], None] | None = None,
+    log_format: str | None = None,
 ) -> IngestReport:
     """Ingest an already opened bundle (see :func:`ingest`)."""
     report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
-    for part, source, batch in bundle_events(bundle, report):
+    for part, source, batch in bundle_events(bundle, report, log_format):
         _write(store, part, source, batch, report)
         if on_batch is not None:
             on_batch(part, len(batch))
@@ -242,7 +254,8 @@ def ingest(
     root: Path | str,
     store: Store,
     on_batch: Callable[[str, int], None] | None = None,
+    log_format: str | None = None,
 ) -> IngestReport:
     """Ingest the bundle folder or archive ``root`` into ``store``."""
     with open_bundle(root) as bundle:
-        return ingest_bundle(bundle, store, on_batch)
+        return ingest_bundle(bundle, store, on_batch, log_format)

@@ -28,10 +28,12 @@ import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
+
+from collectors.logs.framing import FORMATS
 
 __all__ = [
     "FORMAT",
@@ -195,6 +197,20 @@ class BundleMeta:
     def year(self) -> int:
         """The log's year: glog lines carry month and day only."""
         return _year_of(self.started_at) or datetime.now().year
+
+    @property
+    def date(self) -> date | None:
+        """The capture's start date: it dates log headers that carry none."""
+        try:
+            return datetime.fromisoformat(self.started_at).date() if self.started_at else None
+        except ValueError:
+            return None
+
+    @property
+    def log_format(self) -> str:
+        """The log's frame as the capture recorded it (``sources.log_format``), else auto."""
+        value = self.sources.get("log_format")
+        return value if value in FORMATS else "auto"
 
     @property
     def epoch_minus_monotonic_ns(self) -> int | None:

@@ -29,3 +29,5 @@ class CollectConfig:
     retention_max_bytes: int | None = 2 * 1024**3
     max_pending: int = 200
     log_utc_offset_s: int = 0
+    log_format: str = "auto"
+    """The log's frame (``collectors/logs/framing.py``): ``auto`` decides from its lines."""

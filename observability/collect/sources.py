@@ -78,7 +78,7 @@ def _log(cfg: CollectConfig) -> Collector | None:
     if not cfg.log:
         return None
     checkpoint = cfg.checkpoint or cfg.store.with_name(cfg.store.name + ".tail.json")
-    return LogCollector(cfg.log, checkpoint, cfg.log_utc_offset_s)
+    return LogCollector(cfg.log, checkpoint, cfg.log_utc_offset_s, cfg.log_format)
 
 
 def _traces(cfg: CollectConfig) -> Collector | None:

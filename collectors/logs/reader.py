@@ -1,0 +1,82 @@
+"""A Triton log in whatever frame it arrives in, to typed events: ``framing`` then the parser.
+
+Why a separate step: ``parse_lines`` is the hot path and reads plain glog lines; a frame
+(docker, compose, CRI, json-file, a log UI) is decided once per file and, for a plain file,
+costs nothing more than peeking at its first line. A framed file is unwrapped in chunks and
+the records' offsets are moved back to the physical lines (``framing.remap``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import date
+from itertools import chain, islice
+
+from collectors.logs.framing import DECIDE_LINES, Framing, decide, remap, unframe
+from collectors.logs.parser import Event, ParseStats, parse_lines
+
+__all__ = ["parse_log"]
+
+_CHUNK = 20_000
+"""Physical lines unwrapped at a time: a whole file is never held in memory."""
+
+
+def parse_log(
+    lines: Iterable[bytes],
+    *,
+    framing: Framing,
+    year: int,
+    utc_offset_s: int = 0,
+    offset: int = 0,
+    final: bool = True,
+    stats: ParseStats | None = None,
+    start_ns: int = 0,
+    today: date | None = None,
+) -> Iterator[Event]:
+    """``parse_lines`` for a log in any frame; ``framing`` is the file's, kept by the caller
+    across calls like ``stats``. ``today`` dates headers that carry no date when no prefix
+    does (the capture's start, or the wall clock for a live file)."""
+    stats = stats if stats is not None else ParseStats()
+    it = iter(lines)
+    head: list[bytes] = []
+    if not framing.detected:
+        for line in islice(it, DECIDE_LINES):
+            head.append(line)
+            decide(line, framing)
+            if framing.detected:
+                break
+    if framing.date is None and today is not None:
+        framing.date = (today.year, today.month, today.day)
+    body = chain(head, it)
+    if not framing.detected or framing.plain:
+        yield from parse_lines(
+            body,
+            year=year,
+            utc_offset_s=utc_offset_s,
+            offset=offset,
+            final=final,
+            stats=stats,
+            start_ns=start_ns,
+        )
+        return
+    off = offset
+    while True:
+        chunk = list(islice(body, _CHUNK))
+        last = len(chunk) < _CHUNK
+        if not chunk and not (last and final and framing.partial):
+            return
+        unframed = unframe(chunk, off, framing, final=final and last)
+        records = parse_lines(
+            unframed.lines,
+            year=framing.year or year,
+            utc_offset_s=utc_offset_s,
+            offset=0,
+            final=True,
+            stats=stats,
+            start_ns=stats.last_at_ns or start_ns,
+        )
+        yield from remap(records, unframed)  # type: ignore[misc]
+        off += sum(len(line) for line in chunk)
+        stats.resume_offset = off
+        if last:
+            return
