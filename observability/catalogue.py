@@ -442,14 +442,14 @@ CATALOGUE: tuple[Pathology, ...] = (
     Pathology(
         "model_stalled",
         "critical",
-        "Requests queued for a model that executes nothing, from metrics alone",
+        "Requests waiting on a model that completes nothing, from /metrics or the shutdown drain",
         "ModelStalled",
         "TritonModelStalled",
         "findings.rules.yml",
         (_PENDING, "nv_inference_exec_count"),
         (),
         "tests/detectors/test_model_stalled.py",
-        needs=(frozenset({"metrics"}),),
+        needs=(frozenset({"metrics"}), frozenset({"log"})),
         sight=Sight(
             _YES,
             ("yes", "it is there for that: the log would name the request and instance"),

@@ -13,6 +13,7 @@ from enum import Enum
 
 __all__ = [
     "ErrorLine",
+    "ExitInflight",
     "FrontendCancellation",
     "FrontendRequest",
     "InstanceExecuting",
@@ -208,6 +209,18 @@ class ModelStateChange:
     state: str
     """``loading``, ``loaded``, ``unloading``, ``unloaded`` or ``failed``."""
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExitInflight:
+    """Shutdown's drain, ``server.cc``: ``Model 'M' (version V) has N in-flight inferences``,
+    written once a second of the exit timeout until the model's requests end. A count that
+    does not go down is work that never completes; logged at any verbosity."""
+
+    header: LogRecord
+    model: str
+    version: int
+    count: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from typing import Any
 from collectors.logs._ctor import fast_ctor
 from observability.events import (
     ErrorLine,
+    ExitInflight,
     FrontendCancellation,
     FrontendRequest,
     InstanceExecuting,
@@ -78,6 +79,7 @@ Event = (
     | FrontendRequest
     | FrontendCancellation
     | ModelStateChange
+    | ExitInflight
     | StubHealth
     | ErrorLine
     | StubOutput
@@ -122,6 +124,7 @@ _mk_cancel = fast_ctor(FrontendCancellation)
 _mk_sread = fast_ctor(StreamRequestRead)
 _mk_sresp = fast_ctor(StreamResponse)
 _mk_model = fast_ctor(ModelStateChange)
+_mk_exit = fast_ctor(ExitInflight)
 _mk_stub = fast_ctor(StubHealth)
 _mk_err = fast_ctor(ErrorLine)
 _mk_out = fast_ctor(StubOutput)
@@ -436,6 +439,13 @@ def _h_server(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
         v = line.rfind(b" v", m, e)
         if v > m:
             return _mk_model(h, _s(line[m:v]), int(line[v + 2 : e - 11]), "unloading", "")
+    if line.startswith(b"Model '", m) and line.endswith(b" in-flight inferences", m, e):
+        q = line.find(b"' (version ", m + 7, e)
+        c = line.find(b") has ", q, e)
+        if q < 0 or c < 0:
+            return None
+        count = int(line[c + 6 : e - 21])
+        return _mk_exit(h, _s(line[m + 7 : q]), int(line[q + 11 : c]), count)
     return None
 
 

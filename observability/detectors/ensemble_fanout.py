@@ -25,9 +25,10 @@ from observability.findings import Evidence, Finding, Severity
 __all__ = ["EnsembleFanoutDetector"]
 
 NOT_WRITTEN = re.compile(
-    r"output '(?P<output>[^']+)' for ensemble '(?P<ensemble>[^']+)' is not written: at least "
-    r"one of its depending tensors, '(?P<tensor>[^']+)', is not connected"
+    r"output '(?P<output>[^']+)' for ensemble '(?P<ensemble>[^']+)' is not written"
+    r"(?:: at least one of its depending tensors, '(?P<tensor>[^']+)', is not connected)?"
 )
+"""Releases before 23.x stop after "is not written" (server#5268, #5943): no tensor named."""
 
 
 @dataclass
@@ -52,12 +53,18 @@ class EnsembleFanoutDetector:
     def _finding(self, ensemble: str, hits: list[tuple[object, re.Match[str]]]) -> Finding:
         _, m = hits[-1]
         output, tensor = m["output"], m["tensor"]
+        why = (
+            f"because the tensor '{tensor}' it depends on is not produced by any step"
+            if tensor
+            else "because a step it depends on reads a tensor no earlier step writes (this "
+            "Triton does not name it)"
+        )
         summary = (
             f"Ensemble '{ensemble}' failed to load ({len(hits)} attempt(s)): its output "
-            f"'{output}' is never written because the tensor '{tensor}' it depends on is not "
-            f"produced by any step; every request to '{ensemble}' fails with 'unknown model' "
-            "while the server reports ready."
+            f"'{output}' is never written {why}; every request to '{ensemble}' fails with "
+            "'unknown model' while the server reports ready."
         )
+        tensor = tensor or "<the unconnected tensor>"
         advice = (
             f"In {ensemble}/config.pbtxt, find the step whose input_map value is '{tensor}' "
             "and make it name an ensemble tensor that an earlier step's output_map writes (the "

@@ -31,6 +31,12 @@ The deadline is ``DeadlinePolicy`` (``deadlines.py``) with ``deadline_s`` as its
 the mean execution time between two snapshots (compute time over completed requests), one
 value per interval in which the model executed.
 
+The shutdown drain is a third witness, at any log verbosity: while Triton waits out its exit
+timeout it logs, once a second, ``Model 'M' (version V) has N in-flight inferences``. A
+count that stays above zero and never goes down through two or more of those lines is work
+the model does not complete (server#6239: 71 and 35 in-flight inferences that never moved):
+critical past the model's deadline, a warning before (the paste may stop early).
+
 One outage, one alert: when the window holds verbose-log instance lines for the model
 (``InstanceExecuting``/``InstanceReleased``), the log-based detectors (``hung_request``,
 ``bls_deadlock``) name the request and instance; this detector then says nothing for it.
@@ -46,11 +52,12 @@ from itertools import pairwise
 
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 from observability.rates import counter_increase
 
-__all__ = ["ModelStalled", "Stall", "logged_models", "stalls"]
+__all__ = ["Drain", "ModelStalled", "Stall", "drains", "logged_models", "stalls"]
 
 PENDING = "nv_inference_pending_request_count"
 EXECUTIONS = "nv_inference_exec_count"
@@ -173,6 +180,44 @@ def _moved_after(points: Sequence[tuple[int, float]], since_ns: int, until_ns: i
     )
 
 
+@dataclass(frozen=True)
+class Drain:
+    """A model's in-flight count during shutdown that never went down."""
+
+    model: str
+    count: int
+    since_ns: int
+    last_ns: int
+    lines: tuple[ev.ExitInflight, ...]
+
+    @property
+    def seconds(self) -> float:
+        return (self.last_ns - self.since_ns) / 1e9
+
+
+def drains(records: Iterable[ev.ExitInflight]) -> list[Drain]:
+    """Per model (versions summed per line time), the trailing run of drain lines whose
+    in-flight count stayed above zero and never dropped; only runs of two lines or more."""
+    by_model: dict[str, dict[int, list[ev.ExitInflight]]] = defaultdict(dict)
+    for r in records:
+        by_model[r.model].setdefault(r.header.at_ns // 500_000_000, []).append(r)
+    out = []
+    for model, ticks in by_model.items():
+        series = [(lines, sum(r.count for r in lines)) for _, lines in sorted(ticks.items())]
+        run = len(series) - 1
+        if series[run][1] <= 0:
+            continue
+        while run > 0 and 0 < series[run][1] <= series[run - 1][1]:
+            run -= 1
+        kept = series[run:]
+        if len(kept) < 2:
+            continue
+        lines = tuple(r for group, _ in kept for r in group)
+        first, last = kept[0][0][0].header.at_ns, kept[-1][0][0].header.at_ns
+        out.append(Drain(model, kept[-1][1], first, last, lines))
+    return sorted(out, key=lambda d: (-d.seconds, d.model))
+
+
 def logged_models(window: Window) -> set[str]:
     """Models with verbose-log instance lines in the window: the log-based detectors' own."""
     records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
@@ -227,7 +272,8 @@ class ModelStalled:
 
     def detect(self, window: Window) -> list[Finding]:
         found = stalls(window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats)
-        if not found:
+        drained = drains(window.logs(ev.ExitInflight))
+        if not found and not drained:
             return []
         deferred = logged_models(window)
         policy = DeadlinePolicy(ceiling_s=self.deadline_s, overrides=dict(self.deadlines))
@@ -243,7 +289,50 @@ class ModelStalled:
                 continue
             reported.add(stall.model)
             out.append(self._finding(stall, deadline, policy.explain(stall.model, seen), window))
+        for drain in drained:
+            if drain.model in deferred or drain.model in reported:
+                continue
+            reported.add(drain.model)
+            deadline = policy.deadline_s(drain.model, durations.get(drain.model, []))
+            out.append(self._drain_finding(drain, deadline))
         return out
+
+    def _drain_finding(self, drain: Drain, deadline: float) -> Finding:
+        past = drain.seconds > deadline
+        summary = (
+            f"{drain.model} does not complete its work: while Triton shut down, its "
+            f"{drain.count} in-flight inference{'s' if drain.count != 1 else ''} did not go "
+            f"down for {drain.seconds:.0f} s ({len(drain.lines)} drain lines)"
+            + (f", past its {deadline:g} s deadline." if past else
+               f"; the log stops before its {deadline:g} s deadline.")
+            + " Seen from the shutdown drain only: the verbose log (--log-verbose 1) would "
+            "tell which requests and instances hold it."
+        )  # fmt: skip
+        evidence = tuple(
+            Evidence(
+                "log",
+                r.header.at_ns,
+                log_ref(r.header.offset),
+                f"Model '{r.model}' (version {r.version}) has {r.count} in-flight inferences",
+            )
+            for r in (drain.lines[0], drain.lines[-1])
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL if past else Severity.WARNING,
+            model=drain.model,
+            summary=summary,
+            advice=(
+                "Requests entered the model and never finished: an execute blocked (a BLS "
+                "call that never returns, a deadlock, a lock or I/O), or a GPU wedged. Before "
+                "restarting, take py-spy dump --pid <stub pid> (python models) or the GPU's "
+                "state; run with --log-verbose 1 to name the requests and instances, and bound "
+                "every BLS call with a timeout."
+            ),
+            first_seen_ns=drain.since_ns,
+            last_seen_ns=drain.last_ns,
+            evidence=evidence,
+        )
 
     def _finding(self, stall: Stall, deadline: float, why: str, window: Window) -> Finding:
         stats = sorted(

@@ -1,0 +1,473 @@
+"""Record the foreign pipelines' scenarios on a real lab Triton, as an unseen user would.
+
+    python -m tests.foreign.record OUT_DIR [scenario ...]
+
+Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
+repositories (``repos/ocr``, ``repos/llm``: not the demo's names, shapes or id conventions),
+runs a healthy load without request ids for the whole window, injects its fault while the
+product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``:
+
+* ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
+* ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
+* ``PROVENANCE.md``: how it was made, what was injected, what the clients saw;
+* ``analysis-at-recording.md``: what ``analyze`` said about it when it was recorded.
+
+Without scenario names every scenario is recorded (about a minute each, one Triton at a
+time). OUT_DIR/<scenario> must not exist. The checked-in copies live in
+``tests/fixtures/foreign``. This is a tool, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPOS = HERE / "repos"
+ARCHIVE = "bundle.tar.gz"
+MAX_REQUESTS_PER_WORKER = 400
+"""Every load loop is bounded in count as well as in time."""
+
+
+@dataclass(frozen=True)
+class Injection:
+    """``count`` concurrent faulty requests sent ``at_s`` after the capture started."""
+
+    at_s: float
+    count: int
+    params: dict[str, str | int]
+    timeout_s: float
+    what: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    repo: str
+    """``ocr`` or ``llm``."""
+    summary: str
+    expected: tuple[tuple[str, str], ...]
+    log_verbose: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    injections: tuple[Injection, ...] = ()
+    duration_s: float = 30.0
+    trace: bool = True
+
+    @property
+    def healthy(self) -> bool:
+        return not self.expected
+
+
+_HANG = {"ocr_fault": "backbone_hang", "hang_s": "300"}
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "ocr_healthy",
+            "ocr",
+            "the OCR ensemble under a healthy id-less load, verbose log: the twin of every "
+            "ocr_* fault",
+            (),
+        ),
+        Scenario(
+            "ocr_backbone_hang",
+            "ocr",
+            "one request whose det_backbone batch never returns (a stuck forward pass): its "
+            "text_det instance awaits async_exec() forever; the other instance keeps serving",
+            (("hung_request", "text_det"),),
+            injections=(Injection(5, 1, _HANG, 60, "det_backbone sleeps 300 s in execute"),),
+        ),
+        Scenario(
+            "ocr_cycle_deadlock",
+            "ocr",
+            "two concurrent requests whose det_backbone calls text_det back through BLS (A -> B "
+            "-> A) while both text_det instances wait on det_backbone: the calls back can "
+            "never start, and the healthy load queues behind them",
+            (("bls_deadlock", "text_det"),),
+            injections=(
+                Injection(5, 2, {"ocr_fault": "cycle"}, 60, "det_backbone exec()s text_det"),
+            ),
+        ),
+        Scenario(
+            "ocr_callback_error",
+            "ocr",
+            "one request whose det_backbone result is delivered by a done-callback (in a "
+            "shared helper package outside the model repository) that raises ValueError; the "
+            "awaited future is never resolved, text_det waits (verbose log)",
+            (("callback_error", "text_det"),),
+            injections=(
+                Injection(5, 1, {"ocr_fault": "callback"}, 60, "done-callback raises ValueError"),
+            ),
+        ),
+        Scenario(
+            "ocr_callback_error_quiet",
+            "ocr",
+            "without --log-verbose: one request whose det_backbone result is delivered by a "
+            "done-callback (in a shared helper package outside the model repository) that "
+            "raises ValueError; the awaited future is never resolved, text_det waits",
+            (("callback_error", "text_det"),),
+            log_verbose=0,
+            trace=False,
+            injections=(
+                Injection(5, 1, {"ocr_fault": "callback"}, 60, "done-callback raises ValueError"),
+            ),
+        ),
+        Scenario(
+            "ocr_stall_quiet",
+            "ocr",
+            "without --log-verbose: two concurrent requests whose det_backbone batch never "
+            "returns hold both text_det instances; the healthy load queues at text_det",
+            (("model_stalled", "text_det"),),
+            log_verbose=0,
+            trace=False,
+            injections=(Injection(5, 2, _HANG, 60, "det_backbone sleeps 300 s in execute"),),
+        ),
+        Scenario(
+            "ocr_healthy_quiet",
+            "ocr",
+            "the OCR ensemble under a healthy id-less load, without --log-verbose: the twin "
+            "of the *_quiet faults",
+            (),
+            log_verbose=0,
+            trace=False,
+        ),
+        Scenario(
+            "llm_healthy",
+            "llm",
+            "the decoupled LLM BLS pipeline streaming tokens over gRPC to id-less clients, "
+            "verbose log (PRESENT grows by one row per step within each request and resets): "
+            "the twin of every llm_* fault",
+            (),
+        ),
+        Scenario(
+            "llm_stream_stall",
+            "llm",
+            "one stream whose worker thread dies at step 3 (exception swallowed) without the "
+            "final flag: the client waits with 3 pieces",
+            (("stream_stalled", "llm_bls"),),
+            injections=(Injection(5, 1, {"stall_after": 3}, 60, "worker dies at step 3"),),
+        ),
+        Scenario(
+            "llm_kv_leak",
+            "llm",
+            "KV_LEAK=1: kv_decoder appends each step's key/value to an instance cache instead "
+            "of the request's PAST, so PRESENT [2, T, 8] grows by one row per step across "
+            "every request and never resets",
+            (("shape_growth", "kv_decoder"),),
+            env={"KV_LEAK": "1"},
+        ),
+        Scenario(
+            "llm_cold_start",
+            "llm",
+            "KV_COLD_START_S=4: kv_decoder loads its weights lazily in its first execute after "
+            "load (4 s); the first streams wait for it",
+            (("cold_start", "kv_decoder"),),
+            env={"KV_COLD_START_S": "4"},
+        ),
+    )
+}
+
+
+# ------------------------------------------------------------------------------ load
+
+
+@dataclass
+class Outcomes:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    rows: list[dict[str, object]] = field(default_factory=list)
+
+    def add(self, label: str, outcome: object, t0: float) -> None:
+        row = {
+            "label": label,
+            "at_s": round(getattr(outcome, "started", 0.0) - t0, 3),
+            "status": str(getattr(outcome, "status", "?").value),
+            "latency_s": round(float(getattr(outcome, "latency_s", 0.0)), 3),
+            "error": str(getattr(outcome, "error", ""))[:200],
+        }
+        with self.lock:
+            self.rows.append(row)
+
+    def summary(self, label: str) -> dict[str, object]:
+        rows = [r for r in self.rows if r["label"] == label]
+        by: dict[str, int] = {}
+        for r in rows:
+            by[str(r["status"])] = by.get(str(r["status"]), 0) + 1
+        lat = sorted(float(str(r["latency_s"])) for r in rows if r["status"] == "ok")
+        return {
+            "requests": len(rows),
+            "by_status": by,
+            "ok_latency_p50_s": lat[len(lat) // 2] if lat else None,
+            "ok_latency_max_s": lat[-1] if lat else None,
+        }
+
+
+def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    if repo == "ocr":
+        return {"IMAGE": rng.random((32, 48), dtype=np.float32)}
+    words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
+    return {
+        "PROMPT": np.array([words.encode()], dtype=np.object_),
+        "MAX_NEW": np.array([10], dtype=np.int32),
+    }
+
+
+def _send(client: object, repo: str, inputs: dict[str, np.ndarray], params: dict) -> object:
+    if repo == "ocr":
+        return client.infer("ocr_ensemble", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+    return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+
+
+def _worker(
+    url: str, repo: str, seed: int, stop: threading.Event, until: float, out: Outcomes, t0: float
+) -> None:
+    from observability.load import TritonClient
+
+    client = TritonClient(url, timeout_s=10, send_ids=False)
+    rng = np.random.default_rng(seed)
+    pause = 0.2 if repo == "ocr" else 0.5
+    try:
+        for _ in range(MAX_REQUESTS_PER_WORKER):
+            if stop.is_set() or time.monotonic() > until:
+                break
+            out.add("healthy", _send(client, repo, _inputs(repo, rng), {}), t0)
+            stop.wait(pause)
+    finally:
+        client.close()
+
+
+def _inject(url: str, repo: str, inj: Injection, idx: int, out: Outcomes, t0: float) -> None:
+    from observability.load import TritonClient
+
+    client = TritonClient(url, timeout_s=inj.timeout_s, send_ids=False)
+    try:
+        inputs = _inputs(repo, np.random.default_rng(1000 + idx))
+        out.add(f"fault@{inj.at_s:g}", _send(client, repo, inputs, dict(inj.params)), t0)
+    finally:
+        client.close()
+
+
+# ------------------------------------------------------------------------------ record
+
+
+def _scrub_meta(bundle: Path) -> None:
+    path = bundle / "meta.json"
+    meta = json.loads(path.read_text())
+    for key in ("log", "trace"):
+        if meta.get("sources", {}).get(key):
+            meta["sources"][key] = Path(meta["sources"][key]).name
+    path.write_text(json.dumps(meta, indent=2, sort_keys=True))
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def record_scenario(scenario: Scenario, out: Path) -> Path:
+    """Record one scenario into ``out`` (which must not exist); return it."""
+    from observability.bundle import write_archive
+    from observability.bundle.capture import CaptureConfig, capture
+    from observability.lab import LabConfig, TritonLab
+
+    if out.exists():
+        raise SystemExit(f"{out} exists: remove it first (or record elsewhere)")
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    outcomes = Outcomes()
+    with tempfile.TemporaryDirectory(prefix=f"foreign-{scenario.name}-") as tmp:
+        cfg = LabConfig(
+            model_repository=REPOS / scenario.repo,
+            run_dir=Path(tmp) / "run",
+            log_verbose=scenario.log_verbose,
+            trace=scenario.trace,
+            trace_log_frequency=20 if scenario.trace else None,
+            env=dict(scenario.env),
+            exit_timeout_s=5,
+        )
+        lab = TritonLab(cfg)
+        stop = threading.Event()
+        threads: list[threading.Thread] = []
+        timers: list[threading.Timer] = []
+        try:
+            lab.start()
+            t0 = time.monotonic()
+            until = t0 + scenario.duration_s + 2
+            for seed in (1, 2):
+                th = threading.Thread(
+                    target=_worker,
+                    args=(lab.grpc_url, scenario.repo, seed, stop, until, outcomes, t0),
+                    daemon=True,
+                )
+                th.start()
+                threads.append(th)
+            for inj in scenario.injections:
+                for i in range(inj.count):
+                    timer = threading.Timer(
+                        inj.at_s,
+                        _inject,
+                        args=(lab.grpc_url, scenario.repo, inj, i, outcomes, t0),
+                    )
+                    timer.daemon = True
+                    timer.start()
+                    timers.append(timer)
+            bundle = Path(tmp) / scenario.name
+            result = capture(
+                CaptureConfig(
+                    out=bundle,
+                    url=lab.http_url,
+                    metrics_url=lab.metrics_url,
+                    log=lab.log_path,
+                    trace=lab.trace_path if scenario.trace else None,
+                    duration_s=scenario.duration_s,
+                    interval_s=1.0,
+                    log_from_start=True,
+                )
+            )
+            stop.set()
+            for th in threads:
+                th.join(timeout=15)
+            triton_version = lab.triton_version
+            pytriton = lab.install.pytriton_version
+        finally:
+            stop.set()
+            for timer in timers:
+                timer.cancel()
+            lab.stop()
+        _scrub_meta(bundle)
+        out.mkdir(parents=True)
+        write_archive(bundle, out / ARCHIVE)
+    expected = {"findings": [list(p) for p in scenario.expected], "healthy": scenario.healthy}
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    labels = sorted({str(r["label"]) for r in outcomes.rows})
+    clients = {label: outcomes.summary(label) for label in labels}
+    (out / "PROVENANCE.md").write_text(
+        _provenance(scenario, out, started, triton_version, pytriton, result.failures, clients)
+    )
+    (out / "analysis-at-recording.md").write_text(analysis_markdown(out / ARCHIVE, scenario))
+    return out
+
+
+def analysis_markdown(archive: Path, scenario: Scenario) -> str:
+    from observability.analyze import analyze_bundle
+    from observability.report import work_markdown
+
+    result = analyze_bundle(archive)
+    lines = [
+        f"# analyze of {scenario.name} at recording time",
+        "",
+        f"expected: {list(map(list, scenario.expected)) or 'healthy (nothing >= warning)'}",
+        "",
+        "| kind | severity | model | instance | summary |",
+        "|---|---|---|---|---|",
+    ]
+    for f in result.findings:
+        summary = f.summary.replace("|", "/").replace("\n", " ")
+        lines.append(
+            f"| {f.kind} | {f.severity.value} | {f.model} | {f.instance or ''} | {summary} |"
+        )
+    cov = result.coverage.lines() if result.coverage is not None else []
+    lines += ["", "## coverage", "", *(f"- {c}" for c in cov), "", "## in flight at the end", ""]
+    lines.append(work_markdown(result.work))
+    return "\n".join(lines) + "\n"
+
+
+_LOAD_TEXT = {
+    "ocr": "`ocr_ensemble` infer, a random 32x48 image",
+    "llm": "`llm_bls` stream, MAX_NEW 10",
+}
+
+
+def _provenance(
+    scenario: Scenario,
+    out: Path,
+    started: str,
+    triton_version: str,
+    pytriton: str,
+    failures: list[str],
+    clients: dict[str, dict[str, object]],
+) -> str:
+    inj = (
+        "\n".join(
+            f"| {i.at_s:g} | {i.count} | "
+            f"{', '.join(f'{k}={v}' for k, v in sorted(i.params.items()))} | {i.timeout_s:g} | "
+            f"{i.what} |"
+            for i in scenario.injections
+        )
+        or "| - | - | - | - | none: the healthy twin |"
+    )
+    env = ", ".join(f"{k}={v}" for k, v in sorted(scenario.env.items())) or "none"
+    size = (out / ARCHIVE).stat().st_size
+    expected = (
+        ", ".join(f"`{k}` on `{m}`" for k, m in scenario.expected)
+        or "none of severity warning or above (healthy)"
+    )
+    return f"""# {scenario.name}
+
+{scenario.summary}.
+
+Recorded by
+
+    python -m tests.foreign.record tests/fixtures/foreign {scenario.name}
+
+- Recorded: {started} (UTC), on {platform.platform()}, Python {platform.python_version()},
+  tree at commit {_git_commit()} (plus its uncommitted edits).
+- tritonserver {triton_version or "?"} from the nvidia-pytriton {pytriton} wheel, CPU only,
+  python backend; the lab of `observability.lab` serving `tests/foreign/repos/{scenario.repo}`
+  (model control `none`), `--log-verbose {scenario.log_verbose}`, trace files
+  {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`, server
+  environment: {env}.
+- Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
+  from its start), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes); `meta.json`'s
+  source paths cut to file names. Capture failures: {len(failures)}.
+- Load: two gRPC clients (`observability.load.TritonClient`, `send_ids=False`: no request
+  ids; BLS children are built without ids too), each sending one request
+  ({_LOAD_TEXT[scenario.repo]})
+  then pausing {0.2 if scenario.repo == "ocr" else 0.5} s, timeout 10 s, for the whole window.
+- Injected (seconds after the capture started):
+
+| at s | count | request parameters | client timeout s | what |
+|---|---|---|---|---|
+{inj}
+
+- Expected: {expected}.
+- What the clients saw: `{json.dumps(clients)}`
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.foreign.record", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("scenarios", nargs="*", help=", ".join(SCENARIOS))
+    args = parser.parse_args(argv)
+    names = args.scenarios or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown}: choose from {list(SCENARIOS)}")
+    for name in names:
+        t = time.monotonic()
+        out = record_scenario(SCENARIOS[name], args.out_dir / name)
+        print(f"== {name}: {time.monotonic() - t:.0f} s, {out}", flush=True)
+        print((out / "analysis-at-recording.md").read_text(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
