@@ -50,8 +50,13 @@ _NO_DATE = re.compile(rb"(\d\d):(\d\d):(\d\d)\.(\d{6}) +\d+ [^\s:\]]+:\d+\] ")
 _HEAD = re.compile(_HEADER)
 _STAMP = rb"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _TIMESTAMPS = re.compile(_STAMP + rb" ?")
+_BARE_STAMP = re.compile(rb"\s*" + _STAMP + rb"\s*")
 _COMPOSE = re.compile(rb"[A-Za-z0-9][\w.-]*\s*\| ")
-_LOG_UI = re.compile(rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12} - ")
+_LOG_UI = re.compile(
+    rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12} - "  # <uuid> - (a log UI's export)
+    rb"|[A-Z][a-z]{2}, ([A-Z][a-z]{2}) (\d{1,2}) (\d{4}) \d{1,2}:\d\d:\d\d [ap]m \| "  # Rancher
+)
+_MONTHS = {m: i for i, m in enumerate(b"Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 _CRI = re.compile(_STAMP + rb" (?:stdout|stderr) ([FP]) ?")
 DECIDE_LINES = 200
 """How many lines of a file's start may pass before its frame is decided (then: none)."""
@@ -190,6 +195,9 @@ def _strip(name: str, line: bytes) -> bytes | None:
 def _unwrap(line: bytes, off: int, framing: Framing) -> list[tuple[bytes, tuple[int, int]]]:
     """The plain line(s) of one physical line, with their origins."""
     name = framing.detected
+    if _BARE_STAMP.fullmatch(line):  # a log viewer's date line before each record
+        _note_date(line, framing)
+        return []
     if name in ("", "glog"):
         return [(line, (off, 0))]
     if name == "docker-json":
@@ -201,6 +209,10 @@ def _unwrap(line: bytes, off: int, framing: Framing) -> list[tuple[bytes, tuple[
     inner = _strip(name, line)
     if inner is None:
         return [(line, (off, 0))]
+    ui = _LOG_UI.match(line) if name == "log-ui" else None
+    if ui is not None and ui.group(1) in _MONTHS:  # Rancher's "Sun, May 29 2022 2:12:15 am | "
+        framing.date = (int(ui.group(3)), _MONTHS[ui.group(1)], int(ui.group(2)))
+        framing.year = framing.year or framing.date[0]
     _note_date(line[: len(line) - len(inner)], framing)
     return [_dated(inner, off, len(line) - len(inner), framing)]
 

@@ -16,11 +16,14 @@ cycle closes through it); other blocked requests queued behind the cycle are lis
 victims. Instance counts are the instances seen executing in the window (``model M, instance
 I, executing N requests``), a lower bound; a holder's instance counts as well.
 
-Without request ids the same fixed point runs over instance lifecycles (``waits.py``): a
-queued request that is a possible BLS call of a stuck batch stays blocked while every known
-instance of its model is held by stuck batches whose calls are all queued and blocked (none
-waits on a call that another instance is executing: that would be a hang, not a cycle). The
-cycle closes when a holder of the model is itself a possible caller of the blocked request.
+Without request ids the same fixed point runs over instance lifecycles (``waits.py``), with
+two kinds of node: a queued request that is a possible BLS call of a stuck batch stays
+blocked while every known instance of its model is held by blocked batches; a stuck batch
+stays blocked while every call it waits on is a blocked queued request or is executing in a
+blocked batch. A batch waiting on a call that a batch outside the set executes (one stuck in
+a ``sleep`` or on I/O) drops out: that is a hang, not a cycle. The cycle closes when one of a
+blocked request's possible callers is itself blocked: A -> A through a call into the
+caller's own model, or A -> B -> A through another model's batch.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
-from observability.detectors.waits import Waits, waits_of
+from observability.detectors.waits import Call, Waits, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -150,33 +153,53 @@ class BlsDeadlockDetector:
             for r in queue
             if not r.request_id and r.prepared_ns <= limit and id(r) in waits.callers
         }
+        held = {id(e): e for e in waits.stuck if waits.calls.get(id(e))}
         changed = True
-        while changed:
+        while changed:  # the greatest fixed point (module docstring)
             changed = False
             for key, r in list(blocked.items()):
-                if not _held_by_blocked(waits, r.model, blocked):
+                holders = waits.instances.busy(r.model)
+                if not waits.instances.all_busy(r.model) or any(id(h) not in held for h in holders):
                     del blocked[key]
+                    changed = True
+            for key, e in list(held.items()):
+                if not all(_blocked_call(c, blocked, held) for c in waits.calls[id(e)]):
+                    del held[key]
                     changed = True
         out: dict[str, Finding] = {}
         for r in sorted(blocked.values(), key=lambda x: x.prepared_ns):
-            holders = [h for h in waits.instances.busy(r.model) if h in waits.callers[id(r)]]
-            if holders and r.model not in out:
+            callers = [c for c in waits.callers[id(r)] if id(c) in held]
+            if callers and r.model not in out:
+                holder = waits.instances.busy(r.model)[0]
                 victims = [v for v in waits.victims(r.model, now) if id(v) not in blocked]
-                out[r.model] = self._idless_finding(now, r, holders[0], waits, victims)
+                out[r.model] = self._idless_finding(now, r, holder, callers[0], waits, victims)
         return list(out.values())
 
     def _idless_finding(
-        self, now: int, child: Admitted, holder: Execution, waits: Waits, victims: list[Admitted]
+        self,
+        now: int,
+        child: Admitted,
+        holder: Execution,
+        caller: Execution,
+        waits: Waits,
+        victims: list[Admitted],
     ) -> Finding:
         callers = len(waits.callers[id(child)])
         who = f"'{holder.ids[0]}'" if holder.ids else "a request without an id"
+        if caller.model == child.model:
+            through = "a call into the caller's own model"
+        else:
+            through = (
+                f"{child.model} -> {caller.model} -> {child.model}: {caller.instance} of "
+                f"{caller.model}, itself waited on by {child.model}, issued the queued call"
+            )
         summary = (
             f"{holder.instance} of {child.model} has been executing {who} for "
             f"{holder.age_s(now):.1f} s while a request to {child.model} (no request id) admitted "
-            f"{(child.prepared_ns - holder.start_ns) / 1e6:.0f} ms after it started has been "
-            f"queued for {(now - child.prepared_ns) / 1e9:.1f} s, and every known instance of "
-            f"{child.model} is held by a batch that waits only on queued calls: a BLS deadlock "
-            f"through the instances (a call into the caller's own model)"
+            f"{(child.prepared_ns - caller.start_ns) / 1e6:.0f} ms after its caller started has "
+            f"been queued for {(now - child.prepared_ns) / 1e9:.1f} s, and every known instance "
+            f"of {child.model} is held by a batch that waits only on blocked calls: a BLS "
+            f"deadlock through the instances ({through})"
         )
         if callers > 1:
             summary += f"; the queued call is one of {callers} candidate callers' calls"
@@ -189,11 +212,14 @@ class BlsDeadlockDetector:
         evidence = [
             Evidence(
                 "log",
-                holder.start_ns,
-                log_ref(holder.offset),
-                f"model {holder.model}, instance {holder.instance}, executing {holder.count} "
-                f"requests; not released after {holder.age_s(now):.1f} s",
-            ),
+                e.start_ns,
+                log_ref(e.offset),
+                f"model {e.model}, instance {e.instance}, executing {e.count} "
+                f"requests; not released after {e.age_s(now):.1f} s",
+            )
+            for e in dict.fromkeys([holder, caller])
+        ]
+        evidence += [
             Evidence(
                 "log",
                 child.prepared_ns,
@@ -225,18 +251,11 @@ class BlsDeadlockDetector:
         )
 
 
-def _held_by_blocked(waits: Waits, model: str, blocked: dict[int, Admitted]) -> bool:
-    """Every known instance of the model is held by a stuck batch whose calls are all
-    blocked (see the module docstring)."""
-    if not waits.instances.all_busy(model):
-        return False
-    for holder in waits.instances.busy(model):
-        calls = waits.calls.get(id(holder), [])
-        if not waits.is_stuck(holder) or not calls:
-            return False
-        if any(c.held_by is not None or id(c.request) not in blocked for c in calls):
-            return False
-    return True
+def _blocked_call(call: Call, blocked: dict[int, Admitted], held: dict[int, Execution]) -> bool:
+    """A call that cannot end: queued and blocked, or executing in a blocked batch."""
+    if call.held_by is None:
+        return id(call.request) in blocked
+    return id(call.held_by) in held
 
 
 def _blocked(

@@ -15,6 +15,12 @@ before: task exceptions are printed at garbage collection) that were released *w
 response output* (an error response has no outputs) or are still open, the detector names
 the one whose BLS child answered just before (a done-callback runs on the child's response);
 it names none when that is not unique.
+
+When no frame names a model (the callback lives in a shared package outside the model
+repository), the instance lifecycles do: a done-callback runs on a BLS child's response, so
+its model is that of the one batch that was open when a child batch was released just before
+the traceback and then went on waiting (still open, or released far later), on a model that
+calls the child's (``waits.callees``). Without the verbose log nothing names it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import re
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.instances import Execution, instances_of
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -122,15 +130,29 @@ class CallbackErrorDetector:
         blocks = tracebacks(window)
         if not blocks:
             return []
+        owners: dict[int, Execution] = {}
+        for i, tb in enumerate(blocks):
+            if not tb.model and tb.kind == "callback":
+                owner = _waiting_batch(window, tb)
+                if owner is not None:
+                    owners[i] = owner
+                    blocks[i] = Traceback(
+                        tb.kind, tb.at_ns, tb.offset, tb.lines, owner.model, tb.exception
+                    )
         tied: dict[int, list[str]] = {}
         victims = _victims(blocks, requests_of(window), int(self.lookback_s * 1e9), tied)
         return [
-            self._finding(window, tb, v, tied.get(i, []))
+            self._finding(window, tb, v, tied.get(i, []), owners.get(i))
             for i, (tb, v) in enumerate(zip(blocks, victims, strict=True))
         ]
 
     def _finding(
-        self, window: Window, tb: Traceback, victim: Lifecycle | None, tied: list[str]
+        self,
+        window: Window,
+        tb: Traceback,
+        victim: Lifecycle | None,
+        tied: list[str],
+        owner: Execution | None = None,
     ) -> Finding:
         what = "a BLS done-callback" if tb.kind == "callback" else "an asyncio task"
         model = tb.model or "unknown"
@@ -138,7 +160,25 @@ class CallbackErrorDetector:
         if tb.kind == "task":
             summary += " and nobody retrieved it"
         evidence = [Evidence("log", tb.at_ns, log_ref(tb.offset), "\n".join(tb.lines))]
-        if victim is None:
+        if victim is None and owner is not None:
+            held = owner.age_s(window.until_ns)
+            summary += (
+                f"; no frame names the model: the one batch waiting on a BLS child answered "
+                f"just before it is {owner.instance}'s (batch of {owner.count}), "
+                + (f"still waiting after {held:.1f} s." if owner.open else
+                   f"released only {held:.1f} s after it started.")
+            )  # fmt: skip
+            evidence.append(
+                Evidence(
+                    "log",
+                    owner.start_ns,
+                    log_ref(owner.offset),
+                    f"model {owner.model}, instance {owner.instance}, executing {owner.count} "
+                    "requests" + ("; not released since" if owner.open else ""),
+                )
+            )
+            severity = Severity.CRITICAL
+        elif victim is None:
             summary += "; the result it should have delivered is lost (the awaiting request "
             summary += "hangs or answers an error, which Triton 2.51 logs nowhere)."
             if tied:
@@ -161,7 +201,7 @@ class CallbackErrorDetector:
             kind=self.kind,
             severity=severity,
             model=model,
-            instance=victim.instance if victim else None,
+            instance=victim.instance if victim else (owner.instance if owner else None),
             request_id=victim.request_id if victim else None,
             first_seen_ns=tb.at_ns,
             last_seen_ns=tb.at_ns if victim is None else (victim.released_ns or window.until_ns),
@@ -317,3 +357,29 @@ def _victim_evidence(c: Lifecycle) -> Evidence:
     )
     ref = log_ref(c.released_offset) if c.released_offset is not None else c.request_id
     return Evidence("log", c.released_ns, ref, detail)
+
+
+def _waiting_batch(window: Window, tb: Traceback) -> Execution | None:
+    """The batch whose done-callback raised, when no traceback frame names its model: the
+    only one open when a child batch of a model it calls was released just before the
+    traceback, that then went on waiting (see the module docstring)."""
+    inst = instances_of(window)
+    released = [
+        e
+        for e in inst.executions
+        if e.end_ns is not None and tb.at_ns - _CALLBACK_GAP_NS <= e.end_ns <= tb.at_ns
+    ]
+    if not released:
+        return None
+    last = max(e.end_ns or 0 for e in released)  # the response that ran the callback
+    children = {e.model for e in released if last - (e.end_ns or 0) < _TIE_NS}
+    calls = callees(inst)
+    waiting = [
+        e
+        for e in inst.executions
+        if e.start_ns <= tb.at_ns
+        and (e.end_ns is None or e.end_ns > tb.at_ns + _CALLBACK_GAP_NS)
+        and e.model not in children
+        and (e.model not in calls or calls[e.model] & children)
+    ]
+    return waiting[0] if len(waiting) == 1 else None

@@ -92,7 +92,7 @@ class HungRequestDetector:
             execution = by_id.get(rid)
             calls = waits.leaves(execution) if execution is not None and not waits_on else []
             out.append(self._finding(window, reqs, outer, waits_on, calls, waits))
-        out += self._idless(window, waits, reported)
+        out += self._idless(window, reqs, waits, reported)
         return out
 
     def _hung(self, c: Lifecycle, now: int, waits: Waits, by_id: dict[str, Execution]) -> bool:
@@ -103,11 +103,15 @@ class HungRequestDetector:
         execution = by_id.get(c.request_id)
         return execution is not None and waits.is_stuck(execution)
 
-    def _idless(self, window: Window, waits: Waits, reported: set[str]) -> list[Finding]:
-        """One finding per model for stuck batches that hold no request with an id."""
+    def _idless(
+        self, window: Window, reqs: Requests, waits: Waits, reported: set[str]
+    ) -> list[Finding]:
+        """One finding per model for stuck batches whose requests no state line follows:
+        they carry no id, or the release writes no state lines (before 23.x only
+        ``prepared:``)."""
         top: dict[str, list[Execution]] = {}
         for e in waits.stuck:
-            if e.ids:
+            if any(c.executing_ns is not None for i in e.ids for c in reqs.by_id.get(i, ())):
                 continue  # the lifecycles of its ids tell it
             if waits.is_call(e):
                 continue  # named in the finding of the batch that called it
@@ -131,8 +135,15 @@ class HungRequestDetector:
         calls = [c for e in stuck for c in waits.leaves(e)]
         summary += "; " + _describe_calls(calls, now, self.max_children_named)
         summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
+        ids = [i for e in stuck for i in e.ids]
+        source = (
+            f"it holds {', '.join(repr(i) for i in ids[:5])}, whose state this Triton does not "
+            "log (no request state lines)"
+            if ids
+            else "the requests carry no id"
+        )
         summary += (
-            f". The requests carry no id, so these are read from instance lifecycles; "
+            f". {source[0].upper()}{source[1:]}, so these are read from instance lifecycles; "
             f"deadline: {waits.explain(model)}"
         )
         evidence = [_execution_evidence(e, now) for e in stuck[: self.max_children_named]]

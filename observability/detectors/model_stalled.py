@@ -207,7 +207,7 @@ def drains(records: Iterable[ev.ExitInflight]) -> list[Drain]:
         run = len(series) - 1
         if series[run][1] <= 0:
             continue
-        while run > 0 and 0 < series[run][1] <= series[run - 1][1]:
+        while run > 0 and 0 < series[run - 1][1] <= series[run][1]:  # never went down
             run -= 1
         kept = series[run:]
         if len(kept) < 2:

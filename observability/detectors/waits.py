@@ -12,7 +12,9 @@ Which models a model calls is learned from its completed batches in the window (
 a model C is a callee of P when C's requests are admitted during most of P's batches, far more
 often than C's own arrival rate explains. A stuck batch's possible calls are then only requests
 to its callees (any model while too few of its batches were seen), so a batch hung for minutes
-does not claim every request that queued anywhere since. Requests queued for the caller's own
+does not claim every request that queued anywhere since, unless the request is a BLS call by
+where it came from (``origins.py``: no frontend line and no ensemble step explains it): a
+call path only a fault takes is never seen in healthy batches. Requests queued for the caller's own
 model are its calls only when admitted right after it started (``_SELF_CALL_NS``) and no open
 batch of a known caller of the model could have sent them: a self-call is never seen in healthy
 batches, and otherwise they are other clients (or other parents' calls) queued behind it.
@@ -32,8 +34,10 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
+from observability.detectors.origins import CALL, origins
 from observability.detectors.window import Window
 
 __all__ = ["Call", "Waits", "waits_of"]
@@ -130,12 +134,26 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     hit = _cache.get(key)
     if hit is not None and hit[0]() is window:
         return hit[1]
-    result = analyse(instances_of(window), policy)
+    kinds = (
+        ev.FrontendRequest,
+        ev.StreamRequestRead,
+        ev.RequestPrepared,
+        ev.InstanceExecuting,
+        ev.InstanceReleased,
+    )
+    result = analyse(instances_of(window), policy, origins(window.logs(*kinds)))
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 
 
-def analyse(inst: Instances, policy: DeadlinePolicy) -> Waits:
+def analyse(
+    inst: Instances,
+    policy: DeadlinePolicy,
+    origin: dict[tuple[int, int], str] | None = None,
+) -> Waits:
+    """``origin``: where each admitted request came from (``origins.py``); a BLS call that
+    no learned edge explains may still be a call of a stuck batch (a path only a fault
+    takes)."""
     now = inst.until_ns
     deadline = {m: policy.deadline_s(m, inst.durations_s(m)) for m in inst.model_instances}
     long_open = [e for e in inst.open.values() if now - e.start_ns >= _MIN_CALL_AGE_NS]
@@ -159,7 +177,11 @@ def analyse(inst: Instances, policy: DeadlinePolicy) -> Waits:
                     for o in long_open
                 ):
                     continue  # a known caller of the model was open: its call, not a self-call
-            elif parent.model in learned and req.model not in learned[parent.model]:
+            elif (
+                parent.model in learned
+                and req.model not in learned[parent.model]
+                and (origin or {}).get((req.prepared_ns, req.offset)) != CALL
+            ):
                 continue
             callers.setdefault(id(req), []).append(parent)
             pending.append((parent, req))

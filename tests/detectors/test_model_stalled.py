@@ -441,3 +441,23 @@ def test_with_the_verbose_log_the_stall_is_left_to_the_log_detectors(
         assert "generate" in logged_models(window)
         found = stalls(window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats)
         assert any(s.model == "generate" and s.seconds > DEADLINE_S for s in found)
+
+
+# -- the shutdown drain (any verbosity) -------------------------------------------------------
+def _drain(at_s: float, count: int, model: str = "m") -> ev.ExitInflight:
+    header = ev.LogRecord(T0 + int(at_s * S), ev.LogLevel.INFO, "server.cc", 325, int(at_s * 100))
+    return ev.ExitInflight(header, model, 1, count)
+
+
+def test_a_drain_that_never_goes_down_is_a_stall_and_one_that_drains_is_not() -> None:
+    """server#6239 (tests/fixtures/wild/34-*): 71 and 35 in-flight inferences unchanged
+    through the exit timeout's countdown. A healthy shutdown's count goes down to 0."""
+    stuck = [_drain(t, 35) for t in range(0, 12)]
+    (found,) = _detect(stuck)
+    assert found.model == "m" and found.severity is Severity.CRITICAL
+    assert "35 in-flight inferences did not go down for 11 s" in found.summary
+    (early,) = _detect(stuck[:3])
+    assert early.severity is Severity.WARNING  # the log stops before the deadline
+    assert _detect([_drain(0, 5), _drain(1, 3), _drain(2, 1)]) == []
+    assert _detect([_drain(0, 5), _drain(1, 5), _drain(2, 0)]) == []
+    assert _detect([_drain(0, 5)]) == []  # one line says nothing of progress

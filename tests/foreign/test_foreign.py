@@ -24,31 +24,6 @@ from observability.findings import Severity
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
 GAPS: dict[str, str] = {
-    "ocr_cycle_deadlock": (
-        "bls_deadlock without ids sees only a call into the caller's own model: "
-        "waits.analyse gives a stuck batch possible calls only to its learned callees, and "
-        "det_backbone never called text_det in a healthy batch, so the queued call back to "
-        "text_det has no caller; _held_by_blocked also drops a holder whose call is executing "
-        "(text_det's calls are held by det_backbone's stuck batch): A -> B -> A is reported "
-        "only as hung_request on text_det waiting on det_backbone"
-    ),
-    "ocr_callback_error": (
-        "callback_error takes the model only from a /<model>/<version>/*.py frame; a "
-        "done-callback in a shared helper package outside the model repository gives "
-        "model 'unknown' (warning, no request), although text_det_0_1 started waiting "
-        "18 ms before the traceback and its det_backbone child was released just before it"
-    ),
-    "ocr_callback_error_quiet": (
-        "callback_error takes the model only from a /<model>/<version>/*.py frame; a "
-        "done-callback in a shared helper package gives model 'unknown' (and without the "
-        "verbose log nothing else names it)"
-    ),
-    "llm_stream_stall": (
-        "streams.log_streams gives a response of index N to the OLDEST open stream that has "
-        "sent N-1: every later healthy stream passing index 4 is matched to the stalled "
-        "stream (stuck at 3), so the stall is handed on to a live stream and its quiet time "
-        "is 0.3 s instead of 25 s at the window's end (read 105 streams, 104 final flags)"
-    ),
     "llm_kv_leak": (
         "shape_growth reports constant-step growth ('carried') only when the points carry "
         "request ids (a '' root disqualifies it); without ids only geometric growth counts, "

@@ -216,3 +216,18 @@ def test_compose_with_timestamps_gives_the_year() -> None:
     framing = Framing()
     _parse(_frame("compose-timestamps", STATE, 0) + b"\n", framing, year=2031)
     assert framing.year == 2025
+
+
+def test_log_viewer_date_lines_and_rancher_prefixes_give_the_date() -> None:
+    """As tests/fixtures/wild/05-* (a date line ending in a tab before each ``<uuid> - ``
+    record) and 43-* (Rancher's ``Sun, May 29 2022 2:12:16 am | ``) have them."""
+    framing = Framing()
+    data = b"2023-08-29 15:03:52\t\n0b4f5f3e-1111-2222-3333-444455556666 - " + STATE[1:].replace(
+        b"0214", b"I0829", 1
+    )
+    records = _parse(data + b"\n", framing, year=2031)
+    assert framing.year == 2023 and len(records) == 1
+    assert records[0].header.offset == data.index(b"0b4f")
+    framing = Framing()
+    _parse(b"Sun, May 29 2022 2:12:16 am | " + STATE + b"\n", framing, year=2031)
+    assert framing.detected == "log-ui" and framing.date == (2022, 5, 29)

@@ -1,0 +1,87 @@
+"""Where an id-less request came from: a client, an ensemble's next step, or a BLS call.
+
+Why: without request ids the log does not say who sent a request, and ``waits.py`` learns
+which models call which from healthy batches. A call path that only a fault takes (model B
+calls back into A only when something goes wrong, the A -> B -> A deadlock) is never learned,
+so its call would be taken for a client's request queued behind the busy instances. The log
+does say how the other two kinds of request arrive:
+
+* a client's request follows its frontend's line within a few milliseconds: ``HTTP request:
+  2 /v2/models/<m>/infer`` (the model named), gRPC's ``Process for ModelInferHandler ... step
+  START`` / ``New request handler``, a stream's ``step READ``;
+* an ensemble's step is admitted by the ensemble scheduler when the step before it ends: its
+  ``prepared:`` line lies within a couple of milliseconds of the previous step's release (seen
+  on 2.51 *before* that ``released`` line as often as after it), or right after the
+  ensemble's own ``prepared:`` line for its first step.
+
+A request that neither explains is issued from inside a running model: a BLS call. Only that
+conclusion is used (``waits.py`` lets such a request be a call of a stuck batch whose learned
+callees do not include its model); the others never remove a call the learning allowed, so a
+busy log, where releases are everywhere, can only leave a call unexplained-as-a-call, never
+invent one.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable
+
+from observability import events as ev
+
+__all__ = ["CALL", "CLIENT", "STEP", "origins"]
+
+CLIENT, STEP, CALL = "client", "step", "call"
+
+_FRONTEND_NS = 10_000_000
+"""A client's ``prepared:`` follows its frontend line by well under this (µs on 2.51)."""
+_STEP_NS = 2_000_000
+"""An ensemble step's ``prepared:`` lies this close to the previous step's release."""
+
+
+def origins(records: Iterable[object]) -> dict[tuple[int, int], str]:
+    """``(at_ns, offset)`` of a ``prepared:`` line -> ``client``, ``step`` or ``call`` (pure
+    over log records in time order)."""
+    records = list(records)
+    releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
+    executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
+    out: dict[tuple[int, int], str] = {}
+    tokens: list[tuple[int, str]] = []  # unconsumed frontend lines: (at, model or "")
+    last_scheduled: int | None = None  # the last prepared of a model without instances
+    for r in records:
+        if isinstance(r, ev.FrontendRequest) and _is_inference(r):
+            tokens.append((r.header.at_ns, _model_of(r.path)))
+        elif isinstance(r, ev.StreamRequestRead):
+            tokens.append((r.header.at_ns, ""))
+        elif isinstance(r, ev.RequestPrepared):
+            at = r.header.at_ns
+            tokens = [t for t in tokens if at - t[0] <= _FRONTEND_NS]
+            hit = next((t for t in tokens if t[1] in ("", r.model)), None)
+            if hit is not None:
+                tokens.remove(hit)
+                out[(at, r.header.offset)] = CLIENT
+            elif (last_scheduled is not None and at - last_scheduled <= _STEP_NS) or _near(
+                releases, at
+            ):
+                out[(at, r.header.offset)] = STEP
+            else:
+                out[(at, r.header.offset)] = CALL
+            if r.model not in executed:  # an ensemble (no instance of its own)
+                last_scheduled = at
+    return out
+
+
+def _is_inference(r: ev.FrontendRequest) -> bool:
+    if r.protocol == "grpc":
+        return "Infer" in r.method
+    return r.path.endswith(("/infer", "/generate", "/generate_stream", "/invocations"))
+
+
+def _model_of(path: str) -> str:
+    """``/v2/models/<m>/versions/<v>/infer`` -> ``m``; ``""`` when the path names none."""
+    parts = path.split("/")
+    return parts[3] if len(parts) > 3 and parts[1:3] == ["v2", "models"] else ""
+
+
+def _near(times: list[int], at: int) -> bool:
+    i = bisect_left(times, at - _STEP_NS)
+    return i < len(times) and times[i] <= at + _STEP_NS

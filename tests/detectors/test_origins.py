@@ -1,0 +1,45 @@
+"""Where an id-less request came from (``detectors/origins.py``), on lines as Triton 2.51
+writes them (tests/fixtures/foreign/ocr_cycle_deadlock: a gRPC client, an ensemble's steps
+whose ``prepared:`` precedes the previous step's release by 62 µs, and a BLS call back into
+the caller's model admitted while the caller's batch runs)."""
+
+# ruff: noqa: E501  (real log lines are kept whole)
+from __future__ import annotations
+
+from collectors.logs.parser import parse_bytes
+from observability.detectors.origins import CALL, CLIENT, STEP, origins
+
+LOG = b"""I1125 14:09:55.531246 1 infer_handler.cc:723] "Process for ModelInferHandler, rpc_ok=1, 0 step START"
+I1125 14:09:55.531305 1 infer_handler.cc:675] "New request handler for ModelInferHandler, 0"
+I1125 14:09:55.531366 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x1] request id: , model: ocr_ensemble, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+I1125 14:09:55.531496 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x2] request id: , model: img_prep, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+I1125 14:09:55.531980 1 python_be.cc:1310] "model img_prep, instance img_prep_0_0, executing 1 requests"
+I1125 14:09:55.532786 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x3] request id: , model: text_det, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+I1125 14:09:55.532848 1 python_be.cc:2369] "TRITONBACKEND_ModelInstanceExecute: model instance name img_prep_0_0 released 1 requests"
+I1125 14:09:55.532940 1 python_be.cc:1310] "model text_det, instance text_det_0_0, executing 1 requests"
+I1125 14:09:55.534074 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x4] request id: , model: det_backbone, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+I1125 14:09:55.536273 1 python_be.cc:1310] "model det_backbone, instance det_backbone_0_0, executing 1 requests"
+I1125 14:09:56.065047 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x5] request id: , model: text_det, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+I1125 14:09:57.000000 1 http_server.cc:4599] "HTTP request: 2 /v2/models/text_det/infer"
+I1125 14:09:57.000100 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x6] request id: , model: text_det, requested version: -1, actual version: 1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"
+"""
+
+
+def test_clients_steps_and_calls() -> None:
+    records = parse_bytes(LOG, year=2026)
+    found = origins(records)
+    by_model = [
+        (r.model, found[(r.header.at_ns, r.header.offset)])
+        for r in records
+        if type(r).__name__ == "RequestPrepared"
+    ]
+    assert by_model == [
+        ("ocr_ensemble", CLIENT),  # after the gRPC handler's START
+        ("img_prep", STEP),  # the ensemble's first step, right after it
+        ("text_det", STEP),  # 62 µs before img_prep's release
+        # text_det's BLS call, but 1.2 ms after img_prep's release: it could be a step, and
+        # only a sure call is used (waits.py), so a busy log never invents one
+        ("det_backbone", STEP),
+        ("text_det", CALL),  # det_backbone calling back: only a fault takes this path
+        ("text_det", CLIENT),  # an HTTP client naming the model
+    ]
