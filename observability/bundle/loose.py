@@ -6,6 +6,9 @@ they copied out of ``docker logs`` into an issue, a ``curl :8002/metrics`` page,
 them, and reads each by what it holds (not by its name): the log through the same frames
 as a live one (``collectors/logs/framing.py``), snapshots and trace files as a capture's.
 
+Some log viewers export newest first (server#8028, #4046): a log whose header times run
+backwards is read from a reversed copy (its evidence offsets are the copy's), with a note.
+
 Such files carry no capture times. The window is the events' own span and is evaluated at
 its end (``analyze``); a snapshot is dated by its file's modification time, which usually
 lies far after a pasted log, and then falls outside the log's window: it is noted.
@@ -14,6 +17,9 @@ lies far after a pasted log, and then falls outside the log's window: it is note
 from __future__ import annotations
 
 import json
+import re
+import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 from observability.bundle.layout import LIMITS, Bundle, BundleError, BundleMeta, Limits
@@ -21,6 +27,10 @@ from observability.bundle.layout import LIMITS, Bundle, BundleError, BundleMeta,
 __all__ = ["kind_of", "open_loose"]
 
 _SNIFF_BYTES = 64 * 1024
+_STAMP = re.compile(rb"[IWEF]?(\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ [^\s:\]]+:\d+\] ")
+_ORDER_LINES = 400
+_NOT_ARTIFACTS = frozenset({".md", ".yaml", ".yml", ".py", ".sh", ".gz", ".tgz", ".zip"})
+"""What a folder of artifacts holds beside them (notes, sources, archives): never read."""
 
 
 def kind_of(head: bytes) -> str:
@@ -74,6 +84,8 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
     traces: list[Path] = []
     snaps: dict[str, list[tuple[int, Path]]] = {"metrics": [], "stats": [], "otlp": []}
     for file in files:
+        if file.suffix in _NOT_ARTIFACTS:
+            continue
         if file.is_symlink():
             notes.append(f"skipped {file.name}: a symbolic link (never followed)")
             continue
@@ -86,7 +98,7 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
         elif kind in snaps:
             at_ms = int(file.stat().st_mtime * 1000) + len(snaps[kind])
             snaps[kind].append((at_ms, file))
-        elif file.name not in ("source.yaml", "README.md", "PROVENANCE.md"):
+        else:
             notes.append(f"skipped {file.name}: not a Triton log, page, stats or trace")
     if not (logs or traces or any(snaps.values())):
         raise BundleError(f"{path} holds no Triton log, /metrics page, stats or trace file")
@@ -95,10 +107,16 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
     if any(snaps.values()):
         notes.append("snapshots are dated by their files' modification time (not a capture)")
     meta = BundleMeta(1, path.name, "", "", "", sources={"loose": True}, clock={})
+    log = logs[0] if logs else None
+    work = None
+    if log is not None and _newest_first(log):
+        work = tempfile.TemporaryDirectory(prefix="triton-obs-loose-")
+        log = _reversed(log, Path(work.name))
+        notes.append(f"{logs[0].name} runs newest first (a log viewer's export): read reversed")
     return Bundle(
         root=path if path.is_dir() else path.parent,
         meta=meta,
-        log=logs[0] if logs else None,
+        log=log,
         traces=traces,
         metrics=sorted(snaps["metrics"]),
         stats=sorted(snaps["stats"]),
@@ -106,4 +124,36 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
         notes=notes,
         source=path,
         limits=limits,
+        _workdir=work,
     )
+
+
+def _newest_first(log: Path) -> bool:
+    """Whether the header times of the log's first lines run backwards: jumps back of more
+    than 10 ms outweigh jumps forward (a viewer may keep each burst of lines in order)."""
+    with log.open("rb") as fh:
+        stamps = [
+            _seconds(m.group(1))
+            for line, _ in zip(fh, range(_ORDER_LINES), strict=False)
+            if (m := _STAMP.search(line, 0, 120))
+        ]
+    pairs = list(pairwise(stamps))
+    back = sum(a - b for a, b in pairs if a - b > 0.01)
+    forth = sum(b - a for a, b in pairs if b - a > 0.01)
+    return len(pairs) >= 3 and back > 3 * forth
+
+
+def _seconds(stamp: bytes) -> float:
+    """``MMDD HH:MM:SS.ffffff`` -> seconds (a month is 31 days: only order matters)."""
+    day = int(stamp[:2]) * 31 + int(stamp[2:4])
+    hh, mm, ss = stamp[5:].split(b":")
+    return day * 86400 + int(hh) * 3600 + int(mm) * 60 + float(ss)
+
+
+def _reversed(log: Path, folder: Path) -> Path:
+    lines = log.read_bytes().splitlines(keepends=True)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    out = folder / log.name
+    out.write_bytes(b"".join(reversed(lines)))
+    return out

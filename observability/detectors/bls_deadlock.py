@@ -168,9 +168,15 @@ class BlsDeadlockDetector:
                     changed = True
         out: dict[str, Finding] = {}
         for r in sorted(blocked.values(), key=lambda x: x.prepared_ns):
-            callers = [c for c in waits.callers[id(r)] if id(c) in held]
+            holders = waits.instances.busy(r.model)
+            # The cycle closes through a blocked caller that the model's holders wait on:
+            # one of the holders itself (a call into the caller's own model) first.
+            callers = sorted(
+                (c for c in waits.callers[id(r)] if id(c) in held and _reaches(waits, holders, c)),
+                key=lambda c: c.model != r.model,
+            )
             if callers and r.model not in out:
-                holder = waits.instances.busy(r.model)[0]
+                holder = callers[0] if callers[0].model == r.model else holders[0]
                 victims = [v for v in waits.victims(r.model, now) if id(v) not in blocked]
                 out[r.model] = self._idless_finding(now, r, holder, callers[0], waits, victims)
         return list(out.values())
@@ -249,6 +255,26 @@ class BlsDeadlockDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+def _reaches(waits: Waits, start: list[Execution], target: Execution) -> bool:
+    """Whether ``target`` is one of ``start`` or a batch they wait on, through calls held
+    by other batches or queued behind the batches holding the called model."""
+    seen: set[int] = set()
+    stack = list(start)
+    while stack:
+        e = stack.pop()
+        if e is target:
+            return True
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        for call in waits.calls.get(id(e), ()):
+            if call.held_by is not None:
+                stack.append(call.held_by)
+            else:
+                stack.extend(waits.instances.busy(call.request.model))
+    return False
 
 
 def _blocked_call(call: Call, blocked: dict[int, Admitted], held: dict[int, Execution]) -> bool:
