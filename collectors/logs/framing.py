@@ -56,7 +56,9 @@ _LOG_UI = re.compile(
     rb"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12} - "  # <uuid> - (a log UI's export)
     rb"|[A-Z][a-z]{2}, ([A-Z][a-z]{2}) (\d{1,2}) (\d{4}) \d{1,2}:\d\d:\d\d [ap]m \| "  # Rancher
 )
-_MONTHS = {m: i for i, m in enumerate(b"Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+_MONTHS = {
+    m: i for i, m in enumerate(b"Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)
+}
 _CRI = re.compile(_STAMP + rb" (?:stdout|stderr) ([FP]) ?")
 DECIDE_LINES = 200
 """How many lines of a file's start may pass before its frame is decided (then: none)."""

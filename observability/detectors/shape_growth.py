@@ -17,18 +17,45 @@ the shape):
 Responses are joined to their request and model by :mod:`observability.detectors.requests`
 (2.51's ``add response output`` line names neither); an output name joined to a model in
 fewer than half of its responses is a join mistake and is ignored. Requests without an id are
-joined through their instance's batch: their growth is read the same way, but which client
-request a response belonged to is unknown, so only ``geometric`` growth is reported for them.
+joined through their instance's batch (``executing N requests`` ... ``released``), and their
+``geometric`` growth is read the same way. Which client request they belonged to is unknown,
+so ``carried`` growth is read from what the log does show:
+
+* ``carried`` without ids: over the id-less responses of one instance, grouped by the batch
+  (execution) that produced them, a run in which every batch's sizes are at least the
+  previous batch's largest and which rises at ``min_rises_without_ids`` (default 32)
+  executions, while no request of the log *owned* the whole run -> warning. A decode loop
+  grows only within the request that drives it and starts again small for the next one (a
+  sawtooth: the healthy twins' loops rise 7 to 9 times, and concurrent loops on one instance
+  interleave and break the run at once); a cache that is never reset rises across every
+  request that uses it. The requests the log shows without ids are the instance executions of
+  every model (a BLS parent's batch holds its instance while its loop runs), the requests with
+  ids, and the gRPC stream requests from their ``READ`` to their final response (a decoupled
+  model's ``execute`` returns before its loop). One that was open from the run's first
+  response to its last owned it, unless at least two other requests of its model and kind
+  began and ended within the run: then it is not the loop's driver but a request stuck
+  alongside (a hang, a stalled stream) while the state carried on across the others. Batches
+  are compared as wholes because within a batch the pairing of outputs to requests is not
+  known, and per instance because each instance keeps its own state (one batch out of line,
+  two instances' outputs swapped by the join, is skipped); an output whose size follows its
+  input's length (noise) does not rise 32 times in a row. Not seen: a request's end that the
+  log does not write (an HTTP ``generate_stream``), so a healthy loop of 32 steps or more
+  driven by one is reported; a leak whose whole run falls inside a request of a model that
+  completes nothing else meanwhile (a lone hang that began before the run) is not.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.instances import instances_of
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.streams import LogStream, log_streams
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -45,23 +72,78 @@ ADVICE = (
 _Point = tuple[Lifecycle, ev.ResponseOutput, int]
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """A request as the log shows it without ids: its kind (``execution``, ``request``,
+    ``stream``), model, and when it began and ended (``None``: still open)."""
+
+    kind: str
+    model: str
+    start_ns: int
+    end_ns: int | None
+
+
 @dataclass
 class ShapeGrowthDetector:
     min_steps: int = 4
     min_ratio: float = 1.5
     max_shapes_in_evidence: int = 40
+    min_rises_without_ids: int = 32
+    """Executions a run of id-less responses must rise at to be read as carried growth."""
     kind: str = "shape_growth"
 
     def detect(self, window: Window) -> list[Finding]:
         reqs = requests_of(window)
         series = _series(reqs)
+        seen: list[_Seen] | None = None
+
+        def requests() -> list[_Seen]:
+            nonlocal seen
+            if seen is None:
+                seen = _seen(window, reqs)
+            return seen
+
         out = []
         for (model, instance, name), points in series.items():
             found = self._growth(points, reqs)
+            if found is None:
+                found = self._carried_without_ids(points, requests)
             if found is not None:
                 mode, run = found
                 out.append(self._finding(window, reqs, model, instance, name, mode, run))
         return out
+
+    def _carried_without_ids(
+        self, points: list[_Point], requests: Callable[[], list[_Seen]]
+    ) -> tuple[str, list[_Point]] | None:
+        """The first run of id-less batches that rises at ``min_rises_without_ids``
+        executions while no request owned it; None if none.
+
+        One batch out of line is a join mistake, not a reset: several instances (or
+        batches) releasing close together can swap their outputs, so a batch below the run
+        is skipped when the next one is back at its level, and a batch above it (a spike) is
+        dropped when the next one is back in line with the batch before it."""
+        batches = _batches(p for p in points if not p[0].request_id)
+        low = [min(p[2] for p in b) for b in batches]
+        high = [max(p[2] for p in b) for b in batches]
+        run: list[int] = []
+        for i in range(len(batches) + 1):
+            if i < len(batches) and (not run or low[i] >= high[run[-1]]):
+                run.append(i)
+                continue
+            if i < len(batches):
+                if len(run) >= 2 and low[i] >= high[run[-2]]:
+                    run[-1] = i  # the last one was a spike
+                    continue
+                if i + 1 < len(batches) and low[i + 1] >= high[run[-1]]:
+                    continue  # this one is a dip
+            rises = sum(1 for a, b in itertools.pairwise(run) if low[b] > high[a])
+            if rises >= self.min_rises_without_ids:
+                flat = [p for j in run for p in batches[j]]
+                if not _owned(flat[0][1].header.at_ns, flat[-1][1].header.at_ns, requests()):
+                    return "carried_without_ids", flat
+            run = [i]
+        return None
 
     def _growth(self, points: list[_Point], reqs: Requests) -> tuple[str, list[_Point]] | None:
         """The first run that grows pathologically, extended to its end; None if none."""
@@ -108,12 +190,28 @@ class ShapeGrowthDetector:
         shown = " ".join(_fmt(s) for s in shapes[: self.max_shapes_in_evidence])
         if len(shapes) > self.max_shapes_in_evidence:
             shown += f" ... {_fmt(shapes[-1])}"
+        requests = ", ".join(roots[:10]) + (" ..." if len(roots) > 10 else "")
+        mark = self.min_steps  # the response at which the growth became a finding
         if mode == "geometric":
             ratio = (run[-1][2] / run[0][2]) ** (1 / max(1, len(run) - 1))
             how = f"multiplies by about {ratio:.1f} per response"
-        else:
+        elif mode == "carried":
             how = f"grows by {run[1][2] - run[0][2]} elements per response and is not reset"
             how += " between client requests"
+        else:
+            executions = len({p[0].released_offset for p in run})
+            steps = sorted({b - a for a, b in itertools.pairwise(p[2] for p in run) if b > a})
+            by = f"{steps[0]}" if len(steps) == 1 else f"{steps[0]} to {steps[-1]}"
+            how = (
+                f"grows by {by} elements at each of {executions} successive executions of "
+                f"{instance or model} and is never reset: it outlived every request seen "
+                "running meanwhile"
+            )
+            streams = _streams_within(run[0][1].header.at_ns, run[-1][1].header.at_ns, window)
+            if streams:
+                how += f" ({streams} gRPC stream requests began and ended meanwhile)"
+            requests = f"without ids, {executions} executions of {instance or model}"
+            mark = self.min_rises_without_ids
         summary = (
             f"{model} output {name} {how}: {_fmt(shapes[0])} to {_fmt(shapes[-1])} over "
             f"{len(shapes)} successive responses ("
@@ -126,9 +224,7 @@ class ShapeGrowthDetector:
                 "log",
                 first.header.at_ns,
                 f"{model}/{name}",
-                f"{name} shapes in response order: {shown}; requests: "
-                + ", ".join(roots[:10])
-                + (" ..." if len(roots) > 10 else ""),
+                f"{name} shapes in response order: {shown}; requests: {requests}",
             ),
             *(
                 Evidence(
@@ -138,7 +234,7 @@ class ShapeGrowthDetector:
                     f"add response output: output: {name}, type: {p[1].dtype}, shape: "
                     f"{_fmt(p[1].shape)} (request {p[0].request_id or 'without an id'})",
                 )
-                for p in (run[0], run[min(len(run) - 1, self.min_steps)], run[-1])
+                for p in (run[0], run[min(len(run) - 1, mark)], run[-1])
             ),
         )
         return Finding(
@@ -176,6 +272,57 @@ def _series(reqs: Requests) -> dict[tuple[str, str | None, str], list[_Point]]:
     for points in series.values():
         points.sort(key=lambda p: (p[1].header.at_ns, p[1].header.offset))
     return series
+
+
+def _batches(points: Iterable[_Point]) -> list[list[_Point]]:
+    """Id-less points grouped by the batch (instance execution) that wrote them, in order."""
+    out: dict[int, list[_Point]] = {}
+    for p in points:
+        key = p[0].released_offset
+        out.setdefault(key if key is not None else -len(out) - 1, []).append(p)
+    return list(out.values())
+
+
+def _seen(window: Window, reqs: Requests) -> list[_Seen]:
+    """Every request the log shows, with or without an id (see the module docstring)."""
+    out = [
+        _Seen("execution", e.model, e.start_ns, e.end_ns) for e in instances_of(window).executions
+    ]
+    out += [
+        _Seen("request", c.model, c.started_ns, c.released_ns)
+        for c in reqs.lifecycles
+        if c.started_ns is not None
+    ]
+    out += [_Seen("stream", s.model, s.opened_ns, s.final_ns) for s in _log_streams(window)]
+    return out
+
+
+def _log_streams(window: Window) -> list[LogStream]:
+    return log_streams(window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse))
+
+
+def _owned(first_ns: int, last_ns: int, seen: list[_Seen]) -> bool:
+    """Whether a request open from ``first_ns`` to ``last_ns`` drove the growth between: one
+    was, and fewer than two others of its model and kind began and ended in between."""
+    owners = [
+        r for r in seen if r.start_ns <= first_ns and (r.end_ns is None or r.end_ns >= last_ns)
+    ]
+    if not owners:
+        return False
+    within = Counter(
+        (r.kind, r.model)
+        for r in seen
+        if r.start_ns >= first_ns and r.end_ns is not None and r.end_ns <= last_ns
+    )
+    return any(within[r.kind, r.model] < 2 for r in owners)
+
+
+def _streams_within(first_ns: int, last_ns: int, window: Window) -> int:
+    return sum(
+        1
+        for s in _log_streams(window)
+        if s.opened_ns >= first_ns and s.final_ns is not None and s.final_ns <= last_ns
+    )
 
 
 def _root(reqs: Requests, request_id: str) -> str:
