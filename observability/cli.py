@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,11 +26,28 @@ if TYPE_CHECKING:  # the commands import what they use when they run
 app = typer.Typer(
     help="Observability and tracing for NVIDIA Triton Inference Server pipelines.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 100_000)
+"""Piped or redirected, tables print whole cells on one line each (no terminal to fit)."""
 err_console = Console(stderr=True)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """Observability and tracing for NVIDIA Triton Inference Server pipelines."""
+
 
 # Options shared by the commands that read a live Triton (capture, collect, watch).
 StoreOpt = Annotated[Path, typer.Option(help="SQLite store file (created if missing)")]
@@ -57,6 +76,35 @@ UntilOpt = Annotated[
     float | None,
     typer.Option("--duration", min=0.1, help="stop after S seconds (default: Ctrl-C)"),
 ]
+
+
+def _check_sources(
+    url: str | None, metrics_url: str | None, log: Path | None, trace: Path | None
+) -> None:
+    """Usage errors (exit 2) before anything starts: a URL that is not http(s)://host[:port],
+    a log or trace path whose folder does not exist, or that exists and cannot be read. A
+    file not there yet is fine: Triton may not have written it yet."""
+    from urllib.parse import urlsplit
+
+    for flag, value in (("--url", url), ("--metrics-url", metrics_url)):
+        if value is None:
+            continue
+        try:
+            parts = urlsplit(value)
+            port_ok = parts.port is None or 0 < parts.port < 65536
+        except ValueError:
+            parts, port_ok = None, False
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _fail(f"{flag} {value!r} is not a URL like http://127.0.0.1:8000")
+        if not port_ok:
+            raise _fail(f"{flag} {value!r} has no valid port")
+    for flag, path in (("--log", log), ("--trace", trace)):
+        if path is None:
+            continue
+        if not path.parent.is_dir():
+            raise _fail(f"{flag} {path}: its folder {path.parent} does not exist")
+        if path.exists() and (path.is_dir() or not os.access(path, os.R_OK)):
+            raise _fail(f"{flag} {path} cannot be read")
 
 
 def _log_format(value: str) -> str:
@@ -264,6 +312,7 @@ def capture(
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to capture: give --url, --metrics-url, --log, --trace or --otlp-port")
+    _check_sources(url, metrics_url, None, trace)
     for path in (log,):
         if path is not None and not path.is_file():
             raise _fail(f"log file {path} does not exist")
@@ -343,6 +392,7 @@ def collect(
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to collect: give --url, --metrics-url, --log, --trace or --otlp-port")
+    _check_sources(url, metrics_url, log, trace)
     cfg = CollectConfig(
         store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
         otlp_port=otlp_port, metrics_port=port, interval_s=interval, host=host,
@@ -390,6 +440,14 @@ def analyze(
         Path | None, typer.Option(help="keep the ingested store here (default: temporary)")
     ] = None,
     log_format: LogFormatOpt = "auto",
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="exit 1 when a finding of this severity or above exists: warning or critical "
+            "(for CI)",
+        ),
+    ] = None,
 ) -> None:
     """Find pathologies in a bundle offline; --format json prints only the JSON array."""
     from rich.markup import escape
@@ -408,6 +466,8 @@ def analyze(
 
     if format not in ("json", "table", "markdown"):
         raise _fail(f"unknown format {format!r}: json, table or markdown")
+    if fail_on not in (None, "warning", "critical"):
+        raise _fail(f"unknown --fail-on {fail_on!r}: warning or critical")
     try:
         result = analyze_bundle(bundle, store, _none_if_auto(_log_format(log_format)))
     except (BundleError, StoreError) as err:
@@ -419,6 +479,7 @@ def analyze(
         for line in caveats:
             err_console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
         typer.echo(findings_json(result.findings))
+        _exit_on(result.findings, fail_on)
         return
     if format == "markdown":
         typer.echo(findings_markdown(result.findings))
@@ -427,6 +488,7 @@ def analyze(
                 "## What these signals cannot show\n\n" + "\n".join(f"- {c}" for c in caveats)
             )
         typer.echo("\n## In flight at the end\n\n" + work_markdown(result.work))
+        _exit_on(result.findings, fail_on)
         return
     table = findings_table(result.findings, title=f"findings in {bundle}")
     if not result.findings and caveats:
@@ -435,6 +497,16 @@ def analyze(
     for line in caveats:
         console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
     console.print(work_table(result.work, title="in flight at the end of the bundle"))
+    _exit_on(result.findings, fail_on)
+
+
+def _exit_on(findings: list[Finding], level: str | None) -> None:
+    """``--fail-on``: exit 1 when a finding at or above ``level`` exists."""
+    if level is None:
+        return
+    rank = {"warning": 1, "critical": 2}[level]
+    if any(f.severity.rank >= rank for f in findings):
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -473,6 +545,14 @@ def watch(
         ),
     ] = 30.0,
     log_format: LogFormatOpt = "auto",
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text (panels) or jsonl (one finding per line on stdout, for log shippers; "
+            "everything else goes to stderr)",
+        ),
+    ] = "text",
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics.
 
@@ -490,8 +570,13 @@ def watch(
 
     if not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to watch: give --url, --metrics-url, --log, --trace or --otlp-port")
+    _check_sources(url, metrics_url, log, trace)
     if lookback < evidence:
         raise _fail(f"--lookback ({lookback:g} s) must be at least --evidence ({evidence:g} s)")
+    if format not in ("text", "jsonl"):
+        raise _fail(f"unknown --format {format!r}: text or jsonl")
+    jsonl = format == "jsonl"
+    out = err_console if jsonl else console  # with jsonl, stdout holds findings only
     cfg = WatchConfig(
         collect=CollectConfig(
             store=store, url=url, metrics_url=metrics_url, log=log, trace=trace,
@@ -512,6 +597,10 @@ def watch(
         return escape(visible_controls(text or ""))
 
     def show(finding: Finding) -> None:
+        if jsonl:
+            sys.stdout.write(json.dumps(finding.to_dict(), sort_keys=True) + "\n")
+            sys.stdout.flush()
+            return
         style = {"critical": "red", "warning": "yellow"}.get(finding.severity.value, "dim")
         title = f"{finding.severity.value} {safe(finding.kind)} · {safe(finding.model)}"
         if finding.request_id:
@@ -535,11 +624,11 @@ def watch(
                 said[0] = key
                 lines = cov.lines() or ["every signal the detectors read is there."]
                 for line in lines:
-                    console.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
+                    out.print(f"[yellow]signals:[/] {escape(line)}", highlight=False)
         due = status and time.monotonic() - tabled[0] >= status
         if due and any(m.active for m in w.work):
             tabled[0] = time.monotonic()
-            console.print(work_table(w.work, title=f"in flight at {time.strftime('%H:%M:%S')}"))
+            out.print(work_table(w.work, title=f"in flight at {time.strftime('%H:%M:%S')}"))
 
     with _sigterm_calls(watcher.stop):
         shown = f"[{host}]" if ":" in host else host  # an IPv6 address needs brackets in a URL
@@ -549,8 +638,8 @@ def watch(
                 "can reach /metrics and the OTLP receiver (--host 127.0.0.1 keeps them local)",
                 highlight=False, soft_wrap=True,
             )  # fmt: skip
-        console.print(f"metrics  http://{shown}:{watcher.runner.metrics_port}/metrics")
-        console.print(f"watching; findings go to {store}; Ctrl-C stops")
+        out.print(f"metrics  http://{shown}:{watcher.runner.metrics_port}/metrics")
+        out.print(f"watching; findings go to {store}; Ctrl-C stops")
 
         with contextlib.suppress(KeyboardInterrupt):
             watcher.run(
@@ -559,7 +648,7 @@ def watch(
                 on_error=lambda e: err_console.print(e),
                 on_pass=report,
             )
-        console.print(f"{len(watcher.known)} findings active at exit")
+        out.print(f"{len(watcher.known)} findings active at exit")
 
 
 @contextlib.contextmanager
