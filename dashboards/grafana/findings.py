@@ -88,8 +88,22 @@ def requests_row() -> list[dashboard.Row | object]:
             "BLS children in flight by parent",
             "Seen from the log (any model, instrumented "
             "or not): child requests whose outermost caller is the model.",
-            [query(f"sum by (model) (triton_obs_bls_inflight{{{SEL}}})", "{{model}}")],
+            [query(f"sum by (model) (triton_obs_bls_children_inflight{{{SEL}}})", "{{model}}")],
             span=8,
+        ),
+        timeseries_panel(
+            "Instances busy by model",
+            "From the verbose log's instance lines, whether or not requests carry ids: a model "
+            "whose every instance stays busy while nothing completes is held.",
+            [query(f"sum by (model) (triton_obs_busy_instances{{{SEL}}})", "{{model}}")],
+            span=12,
+        ),
+        timeseries_panel(
+            "Requests queued by model (log)",
+            "Admitted and not yet executing, from the verbose log (ids not needed); compare "
+            "with nv_inference_pending_request_count on Triton's own page.",
+            [query(f"sum by (model) (triton_obs_queued_requests{{{SEL}}})", "{{model}}")],
+            span=12,
         ),
     ]
 
@@ -98,15 +112,30 @@ def collector_row() -> list[dashboard.Row | object]:
     return [
         dashboard.Row("triton-obs watch itself"),
         timeseries_panel(
-            "Collector lag",
-            "Log bytes not yet read, and seconds since the last cycle.",
+            "Log bytes not yet read",
+            "The tailer's lag behind Triton's log.",
+            [query(f"triton_obs_tail_lag_bytes{{{SRV}}}", "{{instance}}")],
+            unit="bytes",
+            span=4,
+        ),
+        timeseries_panel(
+            "Seconds since the last cycle",
+            "A collector that stopped cycling grows this.",
             [
-                query(f"triton_obs_tail_lag_bytes{{{SRV}}}", "tail lag bytes {{instance}}"),
                 query(
                     f"time() - triton_obs_collector_last_cycle_timestamp_seconds{{{SRV}}}",
-                    "seconds since last cycle {{instance}}",
+                    "{{instance}}",
                 ),
             ],
+            unit="s",
+            span=4,
+        ),
+        timeseries_panel(
+            "Signals the detectors have",
+            "1: read in the last window; 0: missing (no verbose log, no /metrics, no in-model "
+            "library...), and the kinds that need it cannot be seen; 0.5: request ids on some "
+            "requests only. `triton-obs watch` prints which kinds are blind.",
+            [query(f"max by (signal) (triton_obs_signal_present{{{SRV}}})", "{{signal}}")],
             span=8,
         ),
         timeseries_panel(

@@ -72,7 +72,7 @@ class FindingsExporter:
             registry=registry,
         )  # fmt: skip
         self.bls_inflight = Gauge(
-            "triton_obs_bls_inflight",
+            "triton_obs_bls_children_inflight",
             "BLS child requests in flight, by the calling (parent) model",
             ["model"],
             registry=registry,

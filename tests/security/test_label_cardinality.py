@@ -65,7 +65,7 @@ Counters show ``_total`` and ``_created``: log_lines_read 2, log_lines_skipped{r
 stats, traces, otlp), store_errors{reason} 2 x 3 (full, error, dropped_batch), otlp_spans 2,
 and three unlabelled gauges (tail lag, store size, last cycle)."""
 PER_MODEL_GAUGES = 5
-"""triton_obs_hung_requests, triton_obs_bls_inflight, triton_obs_oldest_inflight_seconds,
+"""triton_obs_hung_requests, triton_obs_bls_children_inflight, triton_obs_oldest_inflight_seconds,
 triton_obs_busy_instances, triton_obs_queued_requests."""
 SIGNAL_GAUGES = 6
 """triton_obs_signal_present{signal}: log, verbose_log, metrics, stats, library, request_ids."""
