@@ -231,11 +231,11 @@ CATALOGUE: tuple[Pathology, ...] = (
         sight=Sight(
             (
                 "partly",
-                "only from the library's executor-wait metrics: the waves of child "
-                "arrivals are grouped by parent id",
+                "from the library's executor-wait metrics, or from instance lifecycles "
+                "when the parent runs alone while it fans out",
             ),
             ("partly", "only from the library's executor-wait metrics"),
-            ("partly", "from the waves of BLS child arrivals in the verbose log, which need ids"),
+            ("partly", "from the waves of BLS child arrivals in the verbose log"),
         ),
     ),
     Pathology(
@@ -383,7 +383,7 @@ CATALOGUE: tuple[Pathology, ...] = (
         ("nv_inference_request_failure",),
         (),
         "tests/detectors/test_stub_unhealthy.py",
-        needs=(frozenset({"log"}),),
+        needs=(frozenset({"log"}), frozenset({"metrics"})),
         sight=Sight(
             ("partly", "the requests the stub held are named only with ids"),
             ("partly", "the stub's error lines are found; the requests it held are not"),

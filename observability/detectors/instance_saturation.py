@@ -14,6 +14,8 @@ What it deliberately does not flag:
   requests for a millisecond while both run: the demo's detector) — the all-busy stretch must
   last ``min_busy_s``;
 * a busy model whose queue is steady — the pending count must rise during the stretch;
+* a model whose every request fails in its backend (a dead stub answers each execution with
+  an error after its timeout: busy, but doing nothing) — that is ``stub_unhealthy``;
 * one execution holding an instance (a hang, a deadlock, a cold start) — that is
   ``hung_request``, ``bls_deadlock`` or ``cold_start``; saturation needs work flowing too
   slowly: at least ``min_executions`` executions completed inside the stretch and no single
@@ -31,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.stub_unhealthy import failing
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -155,6 +158,8 @@ class InstanceSaturation:
         ]
         if not stretches:
             return []
+        dead = {f.model for f in failing(window)}  # failed executions are no work done
+        stretches = [s for s in stretches if s.model not in dead]
         pending = _pending_by_model(window)
         best: dict[str, tuple[Stretch, float, float, int]] = {}
         for stretch in stretches:

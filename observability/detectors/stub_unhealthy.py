@@ -7,6 +7,13 @@ request sent straight to the dead instance just fails with no log text on 2.51; 
 ``Failed to initialize Python stub`` / ``Non-graceful termination detected`` when a stub
 cannot start or was killed. One finding per unhealthy instance; the request named is the BLS
 parent that was executing on the reporting instance when the line was written.
+
+When the caller handles the error response, Triton writes no line at all (a stub killed with
+``kill -9``: tests/fixtures/foreign/rec_stub_killed). ``/metrics`` still shows it: from some
+scrape on, the model's ``nv_inference_request_failure{reason="BACKEND"}`` (all failures on
+releases without the ``reason`` label) keeps rising while ``nv_inference_request_success``
+stands still. Every request fails in the backend: for a python model (its instance lines come
+from ``python_be.cc``) that is a dead stub; otherwise the finding says it may be.
 """
 
 from __future__ import annotations
@@ -19,7 +26,10 @@ from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["StubUnhealthyDetector", "model_of_instance"]
+__all__ = ["Failing", "StubUnhealthyDetector", "failing", "model_of_instance"]
+
+FAILURES = "nv_inference_request_failure"
+SUCCESSES = "nv_inference_request_success"
 
 _REPORTER = re.compile(r"for model '([^']+)'")
 _INSTANCE = re.compile(r"_\d+_\d+$")
@@ -34,6 +44,54 @@ ADVICE = (
 )
 
 
+@dataclass(frozen=True)
+class Failing:
+    """A model whose every request failed in its backend over a trailing run of scrapes."""
+
+    model: str
+    target: str
+    since_ns: int
+    last_ns: int
+    failures: float
+    successes: float
+    """The success counter, unchanged through the run."""
+
+
+def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
+    """Models whose backend failures rose and successes did not, from the last scrape back."""
+    fails: dict[tuple[str, str], dict[int, float]] = {}
+    for target, at, s in window.samples(FAILURES):
+        reason = s.label("reason")
+        if reason and reason != "BACKEND":
+            continue
+        per = fails.setdefault((target, s.label("model")), {})
+        per[at] = per.get(at, 0.0) + s.value
+    oks: dict[tuple[str, str], dict[int, float]] = {}
+    for target, at, s in window.samples(SUCCESSES):
+        per = oks.setdefault((target, s.label("model")), {})
+        per[at] = per.get(at, 0.0) + s.value
+    out = []
+    for (target, model), points in fails.items():
+        series = sorted(points.items())
+        ok = oks.get((target, model), {})
+        end = len(series) - 1
+        start = end
+        while start > 0:
+            (at0, f0), (at1, f1) = series[start - 1], series[start]
+            if f1 < f0 or ok.get(at1, 0.0) != ok.get(at0, 0.0):
+                break  # a reset, or a success: the run of failures-only starts after it
+            start -= 1
+        risen = series[end][1] - series[start][1]
+        if end > start and risen >= min_failures:
+            out.append(
+                Failing(
+                    model, target, series[start][0], series[end][0], risen,
+                    ok.get(series[end][0], 0.0),
+                )
+            )  # fmt: skip
+    return out
+
+
 def model_of_instance(instance: str) -> str:
     """``router_0_7`` -> ``router``: Triton names instances ``<model>_<group>_<index>``."""
     return _INSTANCE.sub("", instance) if _INSTANCE.search(instance) else instance
@@ -43,12 +101,57 @@ def model_of_instance(instance: str) -> str:
 class StubUnhealthyDetector:
     max_evidence: int = 5
     release_slack_s: float = 0.5
+    min_failures: float = 5.0
+    """Backend failures with no success, from /metrics, that make a dead backend."""
     kind: str = "stub_unhealthy"
 
     def detect(self, window: Window) -> list[Finding]:
         lines = window.logs(ev.StubHealth)
-        if not lines:
-            return []
+        found = self._from_log(window, lines) if lines else []
+        named = {f.model for f in found}
+        python = {
+            r.model
+            for r in window.logs(ev.InstanceExecuting)
+            if r.header.source_file.startswith("python")
+        }
+        return found + [
+            self._failing_finding(f, f.model in python)
+            for f in failing(window, self.min_failures)
+            if f.model not in named
+        ]
+
+    def _failing_finding(self, f: Failing, python: bool) -> Finding:
+        what = (
+            f"the python stub of {f.model} is dead or stopped answering"
+            if python
+            else f"{f.model}'s backend fails every request (a dead stub, if it is a python model)"
+        )
+        summary = (
+            f"Every request to {f.model} has failed in its backend for "
+            f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success): "
+            f"{what}. Triton wrote no line for it (the caller handled the error); seen on "
+            "/metrics."
+        )
+        ref = f'{FAILURES}{{model="{f.model}",reason="BACKEND"}} @ {f.target}'
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=f.model,
+            first_seen_ns=f.since_ns,
+            last_seen_ns=f.last_ns,
+            summary=summary,
+            evidence=(
+                Evidence(
+                    "metrics",
+                    f.last_ns,
+                    ref,
+                    f"rose by {f.failures:g} while {SUCCESSES} stayed at {f.successes:g}",
+                ),
+            ),
+            advice=ADVICE,
+        )
+
+    def _from_log(self, window: Window, lines: list[ev.StubHealth]) -> list[Finding]:
         groups: dict[str, list[ev.StubHealth]] = {}
         for line in lines:
             groups.setdefault(line.instance or _reporter(line.detail) or "", []).append(line)

@@ -18,7 +18,14 @@ Triton's own log shows it without any instrumentation. Each BLS child reaches Tr
 The cap is inferred from the plateau (the host's cpu count is in no signal): 32 or more is the
 python backend pool, less is the asyncio executor. When the in-model instrumentation
 (``observability.bls``) publishes ``triton_obs_bls_*`` on Triton's /metrics, its executor
-wait counter and pool capacity gauge are used too (and alone find parents without request ids).
+wait counter and pool capacity gauge are used too.
+
+Without request ids the children are read from instance lifecycles (``instances.py``): a
+request to a model that the parent's model calls (``waits.callees``), admitted while a batch
+of the parent's model runs and no other batch of a calling model does, is that batch's call
+(with several open, nothing says whose it is, and it is not counted: a fan-out is still seen
+while its parent runs alone, as a long fan-out mostly does). The waves show the same way in
+the children's admission times.
 Sequential code (one call at a time) and small fan-outs are never flagged.
 """
 
@@ -30,6 +37,8 @@ from itertools import pairwise
 from statistics import median
 
 from observability import events as ev
+from observability.detectors.instances import Admitted, instances_of
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 from observability.rates import increase
@@ -73,6 +82,8 @@ class FanOut:
     """Delay between the parent starting and its first / last child reaching Triton."""
     last_child_ns: int
     offset: int
+    instance: str = ""
+    """The parent's instance, for a parent without a request id (``parent_id`` empty)."""
 
 
 def _lifecycles(window: Window) -> tuple[dict[str, _Life], dict[str, str]]:
@@ -158,6 +169,76 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
     return out
 
 
+def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[FanOut]:
+    """``fan_outs`` for parents and children without request ids (module docstring)."""
+    inst = instances_of(window)
+    calls = callees(inst)
+    callers: dict[str, set[str]] = defaultdict(set)
+    for caller, models in calls.items():
+        for model in models:
+            callers[model].add(caller)
+    parents = sorted((e for e in inst.executions if calls.get(e.model)), key=lambda e: e.start_ns)
+    admitted = [r for e in inst.executions for r in e.requests]
+    admitted += [r for queue in inst.queued.values() for r in queue]
+    kids: dict[int, list[Admitted]] = defaultdict(list)
+    for r in admitted:
+        if r.request_id or r.model not in callers:
+            continue
+        t = r.prepared_ns
+        open_ = [
+            e
+            for e in parents
+            if e.model in callers[r.model] and e.start_ns <= t and (e.end_ns or t) >= t
+        ]
+        if len(open_) == 1:  # with several open, nothing says whose call it is
+            kids[id(open_[0])].append(r)
+    by_id = {id(e): e for e in parents}
+    out = []
+    for key, children in kids.items():
+        parent = by_id[key]
+        if len(children) < min_children:
+            continue
+        created = sorted(r.prepared_ns for r in children)
+        ended = [
+            (r.prepared_ns, r.execution.end_ns)
+            for r in children
+            if r.execution is not None and r.execution.end_ns is not None
+        ]
+        latencies = [end - start for start, end in ended]
+        gap = max(1_000_000, int(wave_gap * median(latencies))) if latencies else 1_000_000
+        sizes = [1]
+        for prev, cur in pairwise(created):
+            if cur - prev > gap:
+                sizes.append(1)
+            else:
+                sizes[-1] += 1
+        if not latencies or created[-1] - created[0] > 3 * len(sizes) * median(latencies):
+            continue  # waves a child latency apart, or sparse calls a long batch collected
+        edges = sorted([(t, 1) for t in created] + [(end, -1) for _, end in ended])
+        inflight = peak = 0
+        for _at, step in edges:
+            inflight += step
+            peak = max(peak, inflight)
+        out.append(
+            FanOut(
+                parent_id="",
+                parent_model=parent.model,
+                child_models=tuple(Counter(r.model for r in children).most_common()),
+                children=len(children),
+                started_ns=parent.start_ns,
+                plateau=int(median(sizes)),
+                waves=len(sizes),
+                peak=peak,
+                first_wait_s=max(0.0, (created[0] - parent.start_ns) / 1e9),
+                last_wait_s=max(0.0, (created[-1] - parent.start_ns) / 1e9),
+                last_child_ns=created[-1],
+                offset=parent.offset,
+                instance=parent.instance,
+            )
+        )
+    return out
+
+
 @dataclass
 class ThreadPoolExhaustion:
     """A parent's BLS calls plateau at a thread pool's size while later calls wait."""
@@ -176,7 +257,9 @@ class ThreadPoolExhaustion:
 
     def detect(self, window: Window) -> list[Finding]:
         worst: dict[str, list[FanOut]] = defaultdict(list)
-        for f in fan_outs(window, self.min_children, self.wave_gap):
+        found = fan_outs(window, self.min_children, self.wave_gap)
+        found += idless_fan_outs(window, self.min_children, self.wave_gap)
+        for f in found:
             if (
                 f.plateau >= 2  # one at a time is sequential code, not a pool
                 and f.peak >= f.plateau  # the waves' children really overlapped
@@ -225,8 +308,9 @@ class ThreadPoolExhaustion:
         )
         children = ", ".join(f"'{m}' x{n}" for m, n in w.child_models)
         main_child = w.child_models[0][0]
+        who = f"Request {w.parent_id}" if w.parent_id else f"A request (no id) on {w.instance}"
         summary = (
-            f"Request {w.parent_id} of '{model}' issued {w.children} BLS calls (mostly to "
+            f"{who} of '{model}' issued {w.children} BLS calls (mostly to "
             f"'{main_child}') but only about {w.plateau} ran at once — the limit of {pool}; "
             f"the last call waited {w.last_wait_s:.2f} s for a thread."
         )
@@ -235,13 +319,14 @@ class ThreadPoolExhaustion:
                 "log",
                 w.started_ns,
                 f"triton.log@{w.offset}",
-                f"parent {w.parent_id} ({model}) executing; {w.children} children "
-                f"{w.parent_id}.* to {children}",
+                f"parent {w.parent_id or w.instance} ({model}) executing; {w.children} "
+                f"children to {children}"
+                + ("" if w.parent_id else " (no ids: calls admitted while it ran)"),
             ),
             Evidence(
                 "log",
                 w.last_child_ns,
-                f"triton.log request ids {w.parent_id}.*",
+                f"triton.log request ids {w.parent_id}.*" if w.parent_id else "triton.log",
                 f"children reached Triton in {w.waves} waves of ~{w.plateau} (at most "
                 f"{w.peak} between INITIALIZED and RELEASED at once); first child reached "
                 f"Triton {w.first_wait_s * 1000:.0f} ms after the parent started, the last "
@@ -255,7 +340,7 @@ class ThreadPoolExhaustion:
                     found[0].started_ns,
                     "triton.log",
                     f"{len(found)} parent requests of '{model}' hit the cap: "
-                    + ", ".join(f.parent_id for f in found[-10:]),
+                    + ", ".join(f.parent_id or f.instance for f in found[-10:]),
                 )
             )
         return Finding(
@@ -264,7 +349,7 @@ class ThreadPoolExhaustion:
                 Severity.CRITICAL if w.last_wait_s >= self.critical_wait_s else Severity.WARNING
             ),
             model=model,
-            request_id=w.parent_id,
+            request_id=w.parent_id or None,
             summary=summary,
             advice=pool_advice,
             first_seen_ns=min(f.started_ns for f in found),

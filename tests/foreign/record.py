@@ -3,7 +3,8 @@
     python -m tests.foreign.record OUT_DIR [scenario ...]
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
-repositories (``repos/ocr``, ``repos/llm``: not the demo's names, shapes or id conventions),
+repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``: not the demo's names, shapes or
+id conventions),
 runs a healthy load without request ids for the whole window, injects its fault while the
 product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``:
 
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,13 +52,21 @@ class Injection:
     params: dict[str, str | int]
     timeout_s: float
     what: str
+    action: str = "request"
+    """``request`` (send ``params``), ``kill_stub`` (SIGKILL the python stub of the model
+    instance ``target``, found by its command line) or ``reload`` (load the model ``target``
+    again through the repository API: needs ``model_control="explicit"``)."""
+    target: str = ""
+    repeat_s: float = 0.0
+    """``request`` only: each of the ``count`` clients sends again as soon as it is answered,
+    for this long (bounded by ``MAX_REQUESTS_PER_WORKER``): a surge of clients."""
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     repo: str
-    """``ocr`` or ``llm``."""
+    """``ocr``, ``llm`` or ``recsys``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -63,6 +74,16 @@ class Scenario:
     injections: tuple[Injection, ...] = ()
     duration_s: float = 30.0
     trace: bool = True
+    model_control: str = "none"
+    log_from_start: bool = True
+    """False: the capture copies the log from its own start only (it began after the server
+    was up: the load lines are not in the bundle)."""
+    warmup: int = 0
+    """Requests sent, one at a time, after the server is up and before the capture starts."""
+    load_delay_s: float = 0.0
+    """The background clients start this long after the capture."""
+    note: str = ""
+    """Said at the end of PROVENANCE.md: why the expectation is what it is."""
 
     @property
     def healthy(self) -> bool:
@@ -70,6 +91,141 @@ class Scenario:
 
 
 _HANG = {"ocr_fault": "backbone_hang", "hang_s": "300"}
+
+_UNSEEN_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, because the load that "
+    "started the cold start is outside the window. What the product could still know: "
+    "every /v2/models/stats snapshot before the first execution has rec_scorer at "
+    "execution_count 0 and last_inference 0 (the statistics start at zero when a model is "
+    "loaded), so the 4 s execution that follows is provably its first since a load."
+)
+_QUIET_HANG_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, not that nothing is wrong. "
+    "Without the verbose log the three hung requests leave no trace in the window: /metrics "
+    "and /v2/models/stats count completions only, and the pending gauge stays 0 because the "
+    "fourth instance of each model absorbs the two clients' load. Holding every instance "
+    "(ocr_stall_quiet) is what model_stalled can see."
+)
+
+_RECSYS = (
+    Scenario(
+        "rec_healthy",
+        "recsys",
+        "the recommendation pipeline under a healthy id-less load, verbose log: the twin of "
+        "every rec_* fault",
+        (),
+    ),
+    Scenario(
+        "rec_healthy_quiet",
+        "recsys",
+        "the recommendation pipeline under a healthy id-less load, without --log-verbose: the "
+        "twin of rec_quiet_hang",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "rec_thread_pool_exhaustion",
+        "recsys",
+        "one request makes rec_orchestrator fan out 48 concurrent async_exec calls to "
+        "rec_scorer (60 ms per child batch); asyncio's default executor of that stub has "
+        "min(32, cpu + 4) = 6 threads on this 2-core host, so the calls run 6 at a time",
+        (("thread_pool_exhaustion", "rec_orchestrator"),),
+        injections=(
+            Injection(5, 1, {"rec_fault": "fanout", "score_ms": 60}, 60, "48 async_exec at once"),
+        ),
+    ),
+    Scenario(
+        "rec_instance_saturation",
+        "recsys",
+        "rec_scorer (one instance) becomes slow, 0.4 s per batch for 20 s, while 4 more "
+        "clients join the 2: every rec_orchestrator instance waits on it and its queue grows",
+        (("instance_saturation", "rec_scorer"),),
+        injections=(
+            Injection(
+                5,
+                1,
+                {"rec_fault": "slow_scorer", "slow_for_s": 20, "slow_batch_s": 0.4},
+                60,
+                "rec_scorer slow (0.4 s per batch) from now for 20 s",
+            ),
+            Injection(5, 4, {}, 15, "4 more clients, each resending for 20 s", repeat_s=20),
+        ),
+    ),
+    Scenario(
+        "rec_stub_killed",
+        "recsys",
+        "the python stub of rec_scorer_0_0 (the scorer's only instance) is killed with "
+        "SIGKILL mid-run: every scoring call fails from then on",
+        (("stub_unhealthy", "rec_scorer"),),
+        injections=(
+            Injection(
+                5, 1, {}, 0, "kill -9 the stub of rec_scorer_0_0", "kill_stub", "rec_scorer_0_0"
+            ),
+        ),
+    ),
+    Scenario(
+        "rec_task_error",
+        "recsys",
+        "one request makes rec_orchestrator fire an asyncio task that raises and is never "
+        "awaited ('Task exception was never retrieved'); the client gets an error",
+        (("callback_error", "rec_orchestrator"),),
+        injections=(
+            Injection(5, 1, {"rec_fault": "task_error"}, 60, "fire-and-forget task raises"),
+        ),
+    ),
+    Scenario(
+        "rec_cold_start_midrun",
+        "recsys",
+        "SCORER_COLD_START_S=4, model control explicit: the server is up and warmed (2 "
+        "requests) before the capture starts, so the bundle's log lacks the first load; 5 s "
+        "in, rec_scorer is reloaded through the repository API and its first execute after "
+        "the reload takes 4 s",
+        (("cold_start", "rec_scorer"),),
+        env={"SCORER_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=2,
+        injections=(
+            Injection(5, 1, {}, 60, "reload rec_scorer (repository API)", "reload", "rec_scorer"),
+        ),
+    ),
+    Scenario(
+        "rec_cold_start_unseen",
+        "recsys",
+        "SCORER_COLD_START_S=4: the capture starts after the server is up (its log lacks the "
+        "load), no request before it; the clients start 5 s in and rec_scorer's first "
+        "execute since its load (outside the window) takes 4 s. Nothing is reloaded inside "
+        "the window: nothing of warning or above is expected (PROVENANCE.md says what the "
+        "product can know)",
+        (),
+        env={"SCORER_COLD_START_S": "4"},
+        log_from_start=False,
+        load_delay_s=5,
+        note=_UNSEEN_NOTE,
+    ),
+    Scenario(
+        "rec_quiet_hang",
+        "recsys",
+        "without --log-verbose: three concurrent requests whose rec_features lookup never "
+        "returns: three of the four rec_orchestrator instances wait in async_exec forever "
+        "(and three of the four rec_features instances are held); the fourth of each keeps "
+        "serving",
+        (),
+        log_verbose=0,
+        trace=False,
+        note=_QUIET_HANG_NOTE,
+        injections=(
+            Injection(
+                5,
+                3,
+                {"rec_fault": "hang", "features_hang_s": 300},
+                60,
+                "rec_features sleeps 300 s in execute",
+            ),
+        ),
+    ),
+)
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -176,6 +332,7 @@ SCENARIOS: dict[str, Scenario] = {
             (("cold_start", "kv_decoder"),),
             env={"KV_COLD_START_S": "4"},
         ),
+        *_RECSYS,
     )
 }
 
@@ -199,23 +356,44 @@ class Outcomes:
         with self.lock:
             self.rows.append(row)
 
+    def note(self, label: str, at_s: float, status: str, latency_s: float, error: str) -> None:
+        """A row for an injected action that is not a request (a kill, a reload)."""
+        row = {
+            "label": label,
+            "at_s": round(at_s, 3),
+            "status": status,
+            "latency_s": round(latency_s, 3),
+            "error": error[:200],
+        }
+        with self.lock:
+            self.rows.append(row)
+
     def summary(self, label: str) -> dict[str, object]:
         rows = [r for r in self.rows if r["label"] == label]
         by: dict[str, int] = {}
         for r in rows:
             by[str(r["status"])] = by.get(str(r["status"]), 0) + 1
         lat = sorted(float(str(r["latency_s"])) for r in rows if r["status"] == "ok")
-        return {
+        out: dict[str, object] = {
             "requests": len(rows),
             "by_status": by,
             "ok_latency_p50_s": lat[len(lat) // 2] if lat else None,
             "ok_latency_max_s": lat[-1] if lat else None,
         }
+        errors = [str(r["error"]) for r in rows if r["error"] and r["status"] != "ok"]
+        if errors:
+            out["first_error"] = errors[0]
+        return out
 
 
 def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
     if repo == "ocr":
         return {"IMAGE": rng.random((32, 48), dtype=np.float32)}
+    if repo == "recsys":
+        return {
+            "USER": rng.standard_normal(16).astype(np.float32),
+            "ITEMS": rng.integers(0, 100_000, size=32).astype(np.int64),
+        }
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -226,36 +404,94 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
 def _send(client: object, repo: str, inputs: dict[str, np.ndarray], params: dict) -> object:
     if repo == "ocr":
         return client.infer("ocr_ensemble", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "recsys":
+        return client.infer("rec_orchestrator", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
+_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25}
+
+
 def _worker(
-    url: str, repo: str, seed: int, stop: threading.Event, until: float, out: Outcomes, t0: float
+    url: str,
+    repo: str,
+    seed: int,
+    stop: threading.Event,
+    until: float,
+    out: Outcomes,
+    t0: float,
+    delay_s: float = 0.0,
 ) -> None:
     from observability.load import TritonClient
 
     client = TritonClient(url, timeout_s=10, send_ids=False)
     rng = np.random.default_rng(seed)
-    pause = 0.2 if repo == "ocr" else 0.5
+    pause = _PAUSE_S[repo]
     try:
+        stop.wait(delay_s)
         for _ in range(MAX_REQUESTS_PER_WORKER):
             if stop.is_set() or time.monotonic() > until:
                 break
-            out.add("healthy", _send(client, repo, _inputs(repo, rng), {}), t0)
+            inputs = _inputs(repo, rng)
+            out.add("healthy", _send(client, repo, inputs, {}), t0)
+            if repo == "recsys":  # the profile endpoint calls the plain model directly
+                direct = client.infer("rec_features", {"USER": inputs["USER"]}, "")
+                out.add("healthy:rec_features", direct, t0)
             stop.wait(pause)
     finally:
         client.close()
 
 
-def _inject(url: str, repo: str, inj: Injection, idx: int, out: Outcomes, t0: float) -> None:
+def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0: float) -> None:
     from observability.load import TritonClient
 
-    client = TritonClient(url, timeout_s=inj.timeout_s, send_ids=False)
+    label = f"fault@{inj.at_s:g}"
+    if inj.action == "kill_stub":
+        _kill_stub(lab, inj.target, label, out, t0)
+        return
+    url = lab.grpc_url  # type: ignore[attr-defined]
+    client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=False)
     try:
-        inputs = _inputs(repo, np.random.default_rng(1000 + idx))
-        out.add(f"fault@{inj.at_s:g}", _send(client, repo, inputs, dict(inj.params)), t0)
+        if inj.action == "reload":
+            started = time.monotonic()
+            try:
+                # Loading an unchanged model (or with an equal config) is a no-op on 2.51:
+                # a changed config parameter makes Triton load it again with new instances,
+                # as a deploy of a new config does.
+                config = client.model_config(inj.target)
+                params = config.setdefault("parameters", {})
+                params["deployed_at"] = {"string_value": f"{time.time():.0f}"}
+                client.load_model(inj.target, config=json.dumps(config))
+                status, error = "ok", ""
+            except Exception as err:  # the outcome is reported, not raised
+                status, error = "error", str(err)
+            out.note(label, started - t0, status, time.monotonic() - started, error)
+            return
+        rng = np.random.default_rng(1000 + idx)
+        until = time.monotonic() + inj.repeat_s
+        for n in range(MAX_REQUESTS_PER_WORKER):
+            inputs = _inputs(repo, rng)
+            out.add(label, _send(client, repo, inputs, dict(inj.params)), t0)
+            if n + 1 >= MAX_REQUESTS_PER_WORKER or time.monotonic() >= until:
+                break
     finally:
         client.close()
+
+
+def _kill_stub(lab: object, instance: str, label: str, out: Outcomes, t0: float) -> None:
+    """SIGKILL the python stub serving ``instance``: its command line names the model
+    instance (``... <parent pid> <backend dir> <shm size> <instance> DEFAULT``)."""
+    started = time.monotonic()
+    procs = lab.lab_processes()  # type: ignore[attr-defined]
+    pids = [
+        pid
+        for pid, cmd in procs.items()
+        if "triton_python_backend_stub" in cmd and instance in cmd.split()
+    ]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    status = f"killed pid {' '.join(map(str, pids))}" if pids else "error"
+    out.note(label, started - t0, status, 0.0, "" if pids else "no stub found")
 
 
 # ------------------------------------------------------------------------------ record
@@ -299,6 +535,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             trace_log_frequency=20 if scenario.trace else None,
             env=dict(scenario.env),
             exit_timeout_s=5,
+            model_control=scenario.model_control,
         )
         lab = TritonLab(cfg)
         stop = threading.Event()
@@ -306,12 +543,14 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
         timers: list[threading.Timer] = []
         try:
             lab.start()
+            _warm_up(lab.grpc_url, scenario, outcomes)
             t0 = time.monotonic()
             until = t0 + scenario.duration_s + 2
             for seed in (1, 2):
                 th = threading.Thread(
                     target=_worker,
                     args=(lab.grpc_url, scenario.repo, seed, stop, until, outcomes, t0),
+                    kwargs={"delay_s": scenario.load_delay_s},
                     daemon=True,
                 )
                 th.start()
@@ -321,7 +560,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                     timer = threading.Timer(
                         inj.at_s,
                         _inject,
-                        args=(lab.grpc_url, scenario.repo, inj, i, outcomes, t0),
+                        args=(lab, scenario.repo, inj, i, outcomes, t0),
                     )
                     timer.daemon = True
                     timer.start()
@@ -336,7 +575,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                     trace=lab.trace_path if scenario.trace else None,
                     duration_s=scenario.duration_s,
                     interval_s=1.0,
-                    log_from_start=True,
+                    log_from_start=scenario.log_from_start,
                 )
             )
             stop.set()
@@ -361,6 +600,23 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     )
     (out / "analysis-at-recording.md").write_text(analysis_markdown(out / ARCHIVE, scenario))
     return out
+
+
+def _warm_up(url: str, scenario: Scenario, outcomes: Outcomes) -> None:
+    """``scenario.warmup`` requests, one at a time, before the capture starts."""
+    if not scenario.warmup:
+        return
+    from observability.load import TritonClient
+
+    client = TritonClient(url, timeout_s=30, send_ids=False)
+    try:
+        rng = np.random.default_rng(99)
+        t0 = time.monotonic()
+        for _ in range(min(scenario.warmup, 20)):
+            inputs = _inputs(scenario.repo, rng)
+            outcomes.add("warmup", _send(client, scenario.repo, inputs, {}), t0)
+    finally:
+        client.close()
 
 
 def analysis_markdown(archive: Path, scenario: Scenario) -> str:
@@ -390,6 +646,8 @@ def analysis_markdown(archive: Path, scenario: Scenario) -> str:
 _LOAD_TEXT = {
     "ocr": "`ocr_ensemble` infer, a random 32x48 image",
     "llm": "`llm_bls` stream, MAX_NEW 10",
+    "recsys": "`rec_orchestrator` infer, a random USER [16] and 32 candidate ITEMS; then "
+    "`rec_features` infer straight from the client with the same USER",
 }
 
 
@@ -404,9 +662,7 @@ def _provenance(
 ) -> str:
     inj = (
         "\n".join(
-            f"| {i.at_s:g} | {i.count} | "
-            f"{', '.join(f'{k}={v}' for k, v in sorted(i.params.items()))} | {i.timeout_s:g} | "
-            f"{i.what} |"
+            f"| {i.at_s:g} | {i.count} | {_injected(i)} | {i.timeout_s:g} | {i.what} |"
             for i in scenario.injections
         )
         or "| - | - | - | - | none: the healthy twin |"
@@ -429,16 +685,17 @@ Recorded by
   tree at commit {_git_commit()} (plus its uncommitted edits).
 - tritonserver {triton_version or "?"} from the nvidia-pytriton {pytriton} wheel, CPU only,
   python backend; the lab of `observability.lab` serving `tests/foreign/repos/{scenario.repo}`
-  (model control `none`), `--log-verbose {scenario.log_verbose}`, trace files
+  (model control `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`, trace files
   {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`, server
   environment: {env}.
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
-  from its start), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes); `meta.json`'s
-  source paths cut to file names. Capture failures: {len(failures)}.
+  {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
+  `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
 - Load: two gRPC clients (`observability.load.TritonClient`, `send_ids=False`: no request
   ids; BLS children are built without ids too), each sending one request
   ({_LOAD_TEXT[scenario.repo]})
-  then pausing {0.2 if scenario.repo == "ocr" else 0.5} s, timeout 10 s, for the whole window.
+  then pausing {_PAUSE_S[scenario.repo]} s, timeout 10 s, for the whole
+  window{_start_text(scenario)}.
 - Injected (seconds after the capture started):
 
 | at s | count | request parameters | client timeout s | what |
@@ -447,7 +704,31 @@ Recorded by
 
 - Expected: {expected}.
 - What the clients saw: `{json.dumps(clients)}`
-"""
+{f"{chr(10)}{scenario.note}{chr(10)}" if scenario.note else ""}"""
+
+
+def _injected(i: Injection) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in sorted(i.params.items()))
+    if i.action != "request":
+        return f"({i.action} {i.target})"
+    if i.repeat_s:
+        return f"{params or 'none'} (resent for {i.repeat_s:g} s)"
+    return params
+
+
+def _log_text(scenario: Scenario) -> str:
+    if scenario.log_from_start:
+        return "from its start"
+    return "from the capture's start only: the server's start and first loads are not in it"
+
+
+def _start_text(scenario: Scenario) -> str:
+    parts = []
+    if scenario.warmup:
+        parts.append(f"{scenario.warmup} warm-up request(s) before the capture started")
+    if scenario.load_delay_s:
+        parts.append(f"the clients started {scenario.load_delay_s:g} s after the capture")
+    return "; " + "; ".join(parts) if parts else ""
 
 
 def main(argv: list[str] | None = None) -> int:
