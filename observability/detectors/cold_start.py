@@ -10,6 +10,10 @@ Rule: after ``successfully loaded '<model>'`` in the verbose log, the model's fi
 ``ratio`` times the median of the following ``steady_executions`` and more than ``min_s``.
 Executions are paired per instance in log order; a reload that keeps the instance name works.
 The request that paid is the last one of the model set to EXECUTING before that execution.
+
+A load before the window (a capture started after the server came up) leaves no load line.
+``/v2/models/stats`` still tells it: a snapshot with ``execution_count`` 0 for a model that
+then executes means nothing ran since its load, so its next execution is the first.
 """
 
 from __future__ import annotations
@@ -72,7 +76,17 @@ class ColdStart:
             ev.RequestPrepared,
             ev.RequestStateChange,
         )
-        loads = [r for r in records if isinstance(r, ev.ModelStateChange) and r.state == "loaded"]
+        loads = [
+            Load(
+                r.model,
+                r.header.at_ns,
+                f"triton.log@{r.header.offset}",
+                f"successfully loaded '{r.model}'",
+            )
+            for r in records
+            if isinstance(r, ev.ModelStateChange) and r.state == "loaded"
+        ]
+        loads += _unlogged_loads(window.model_stats, {load.model for load in loads})
         if not loads:
             return []
         runs: dict[str, list[Execution]] = {}
@@ -80,16 +94,24 @@ class ColdStart:
             runs.setdefault(e.model, []).append(e)
         worst: dict[str, Finding] = {}
         for load in loads:
-            after = [e for e in runs.get(load.model, []) if e.start_ns >= load.header.at_ns]
+            # A stats load is when nothing had *ended* yet: the first run may have begun.
+            ends = load.source == "stats"
+            after = [
+                e
+                for e in runs.get(load.model, [])
+                if (e.end_ns if ends else e.start_ns) >= load.at_ns
+            ]
             finding = self._check(load, after)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
             known = worst.get(load.model)
             if finding is not None and (known is None or _secs(finding) > _secs(known)):
                 worst[load.model] = finding
-        return [worst[m] for m in sorted(worst)]
+        found = [worst[m] for m in sorted(worst)]
+        # A BLS parent's first execution that merely waited on its child's: the child's.
+        return [f for f in found if not any(g is not f and _within(g, f) for g in found)]
 
-    def _check(self, load: ev.ModelStateChange, after: list[Execution]) -> Finding | None:
+    def _check(self, load: Load, after: list[Execution]) -> Finding | None:
         if len(after) < 1 + self.min_steady:
             return None
         first, rest = after[0], after[1 : 1 + self.steady_executions]
@@ -118,18 +140,17 @@ class ColdStart:
             first_seen_ns=first.start_ns,
             last_seen_ns=first.end_ns,
             evidence=(
-                Evidence(
-                    "log",
-                    load.header.at_ns,
-                    f"triton.log@{load.header.offset}",
-                    f"successfully loaded '{model}'",
-                ),
+                Evidence(load.source, load.at_ns, load.ref, load.detail),
                 Evidence(
                     "log",
                     first.start_ns,
                     f"triton.log@{first.offset}",
-                    f"first execution on {first.instance}: {first.seconds:.3f} s, starting "
-                    f"{(first.start_ns - load.header.at_ns) / 1e9:.2f} s after the load",
+                    f"first execution on {first.instance}: {first.seconds:.3f} s"
+                    + (
+                        f", starting {(first.start_ns - load.at_ns) / 1e9:.2f} s after the load"
+                        if first.start_ns >= load.at_ns
+                        else ", the first to end after that snapshot"
+                    ),
                 ),
                 Evidence(
                     "log",
@@ -142,11 +163,51 @@ class ColdStart:
         )
 
 
+@dataclass(frozen=True)
+class Load:
+    """When a model was last (re)loaded, and what says so."""
+
+    model: str
+    at_ns: int
+    ref: str
+    detail: str
+    source: str = "log"
+
+
+def _unlogged_loads(stats: list[ev.ModelStats], logged: set[str]) -> list[Load]:
+    """Loads the log does not show: the last snapshot with nothing executed yet (see the
+    module docstring), for models with no load line in the window."""
+    last_zero: dict[str, ev.ModelStats] = {}
+    ran: set[str] = set()
+    for s in sorted(stats, key=lambda s: s.at_ns):
+        if s.model in logged:
+            continue
+        if s.execution_count == 0:
+            last_zero[s.model] = s
+        elif s.model in last_zero:
+            ran.add(s.model)
+    return [
+        Load(
+            m,
+            s.at_ns,
+            f"/v2/models/stats {m} version {s.version}",
+            "execution_count 0: nothing executed since its load",
+            "stats",
+        )
+        for m, s in last_zero.items()
+        if m in ran
+    ]
+
+
+def _within(inner: Finding, outer: Finding) -> bool:
+    return outer.first_seen_ns <= inner.first_seen_ns and inner.last_seen_ns <= outer.last_seen_ns
+
+
 def _secs(finding: Finding) -> int:
     return finding.last_seen_ns - finding.first_seen_ns
 
 
-def _request_at(records: list[object], load: ev.ModelStateChange, first: Execution) -> str | None:
+def _request_at(records: list[object], load: Load, first: Execution) -> str | None:
     """The id of the last request of the model set EXECUTING between the load and ``first``."""
     model_of: dict[str, str] = {}
     found: str | None = None
@@ -157,7 +218,7 @@ def _request_at(records: list[object], load: ev.ModelStateChange, first: Executi
             isinstance(rec, ev.RequestStateChange)
             and rec.to_state == "EXECUTING"
             and rec.request_id
-            and load.header.at_ns <= rec.header.at_ns <= first.start_ns
+            and load.at_ns <= rec.header.at_ns <= first.start_ns
             and model_of.get(rec.request_id) == load.model
         ):
             found = rec.request_id
