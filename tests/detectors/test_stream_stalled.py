@@ -9,8 +9,11 @@ handler, healthy, stalled and cancelled streams; see docs/triton-behaviour.md)."
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, replace
 from functools import cached_property
+
+import pytest
 
 from collectors.logs.parser import parse_bytes
 from observability import events as ev
@@ -141,3 +144,105 @@ def test_a_cancelled_stream_is_closed_and_marked() -> None:
 
 def test_a_stream_whose_prepared_line_is_missing_is_left_out() -> None:
     assert log_streams(_lines(_READ.format(s="05.000100"), _resp("05.010000", 1))) == []
+
+
+def _at(t: float) -> str:
+    """Seconds into the test minute (08:21), as the log writes them."""
+    return f"{t:09.6f}"
+
+
+def _in_minute_ns(ns: int) -> int:
+    return ns % 60_000_000_000
+
+
+def test_a_stalled_stream_keeps_its_stall_while_healthy_streams_overtake_it() -> None:
+    # The llm_stream_stall shape (tests/fixtures/foreign): a stream stops after 3 responses,
+    # then healthy streams, two of them interleaved, pass index 4 long after it. Giving index
+    # 4 to the oldest stream at 3 handed the stall on to each of them in turn: the open stream
+    # looked quiet since the last healthy stream's third response.
+    rows = [
+        _READ.format(s=_at(5.0)),
+        _PREPARED.format(s=_at(5.00005), rid="", model="llm"),
+        _resp(_at(5.01), 1),
+        _resp(_at(5.02), 2),
+        _resp(_at(5.03), 3),
+    ]
+    for start, lag in ((10.0, 0.0), (10.002, 0.001), (20.0, 0.0)):
+        rows += [
+            _READ.format(s=_at(start)),
+            _PREPARED.format(s=_at(start + 5e-5), rid="", model="llm"),
+        ]
+        rows += [_resp(_at(start + lag + 0.004 * n), n, final=n == 6) for n in range(1, 7)]
+    rows.sort(key=lambda row: row.split()[1])
+    records = _lines(*rows)
+    streams = log_streams(records)
+    assert len(streams) == 4 and [s.open for s in streams] == [True, False, False, False]
+    stalled = streams[0]
+    assert (stalled.responses, stalled.callbacks) == (3, 3)
+    assert _in_minute_ns(stalled.last_ns) == 5_030_000_000
+    until = stalled.last_ns + 25 * 10**9
+    [finding] = StreamStalled().detect(Window(since_ns=0, until_ns=until, events=records))
+    assert (finding.model, finding.severity) == ("llm", Severity.CRITICAL)
+    assert "quiet for 25.0 s after 3 response(s)" in finding.summary
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_interleaving_of_healthy_streams_shortens_a_stall(seed: int) -> None:
+    # Many concurrent streams of different lengths, their responses interleaved, some ending
+    # with an empty final send; one stops at a random count (0: no response at all). Whatever
+    # the order, the one stream left open is at that count, quiet at least as long as the
+    # stalled one.
+    rng = random.Random(seed)
+    timed: list[tuple[float, str]] = []
+    stalled = rng.randrange(40)
+    stop_at = stop_ns = -1
+    for i in range(40):
+        t = rng.uniform(1.0, 20.0)
+        timed.append((t, _READ.format(s=_at(t))))
+        timed.append((t + 5e-5, _PREPARED.format(s=_at(t + 5e-5), rid="", model="llm")))
+        length = rng.randint(1, 12)
+        stop = rng.randrange(length) if i == stalled else length
+        if i == stalled:
+            stop_at, stop_ns = stop, round(float(_at(t)) * 1e6) * 1000
+        for n in range(1, stop + 1):
+            t += rng.choice((0.003, 0.01, 0.05, 0.4, 1.5))
+            final = n == length
+            empty = final and rng.random() < 0.5
+            row = _RESPONSE.format(s=_at(t), n=n, f=int(final), null=int(empty), step="ISSUED")
+            timed.append((t, row))
+            if i == stalled:
+                stop_ns = round(float(_at(t)) * 1e6) * 1000
+    timed.sort(key=lambda pair: pair[0])
+    streams = log_streams(_lines(*(row for _, row in timed)))
+    assert len(streams) == 40
+    [left] = [s for s in streams if s.open]
+    assert left.responses == stop_at
+    assert _in_minute_ns(left.last_ns) <= stop_ns
+
+
+def test_a_read_is_paired_with_a_streamed_models_line_not_a_bls_childs() -> None:
+    # The handler's thread issues the request it has read at once, but a BLS child of another
+    # stream (the tokenizer each llm stream calls first, 3 ms after its READ) can be prepared
+    # in between. A READ whose request failed before it was prepared has no line of its own.
+    child = "tokenizer"
+    rows = []
+    for t in (1.0, 2.0, 3.0, 4.0, 5.0):
+        rows += [
+            _READ.format(s=_at(t)),
+            _PREPARED.format(s=_at(t + 5e-5), rid="", model="llm"),
+            _PREPARED.format(s=_at(t + 0.003), rid="", model=child),
+            _resp(_at(t + 0.01), 1, final=True),
+        ]
+    rows += [
+        _READ.format(s=_at(6.0)),
+        _PREPARED.format(s=_at(6.00002), rid="", model=child),  # another stream's child
+        _PREPARED.format(s=_at(6.00005), rid="", model="llm"),
+        _PREPARED.format(s=_at(6.003), rid="", model=child),
+        _resp(_at(6.01), 1),
+        _READ.format(s=_at(7.0)),  # failed: nothing of its own follows
+        _PREPARED.format(s=_at(7.003), rid="", model=child),
+        _resp(_at(8.0), 2),
+    ]
+    streams = log_streams(_lines(*rows))
+    assert [s.model for s in streams] == ["llm"] * 6
+    assert [(s.responses, s.open) for s in streams[-1:]] == [(2, True)]

@@ -23,14 +23,7 @@ from observability.findings import Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
-GAPS: dict[str, str] = {
-    "llm_kv_leak": (
-        "shape_growth reports constant-step growth ('carried') only when the points carry "
-        "request ids (a '' root disqualifies it); without ids only geometric growth counts, "
-        "so kv_decoder PRESENT [2,1,8] -> [2,1040,8] by 16 elements per step over 104 "
-        "id-less streams, never reset, is missed"
-    ),
-}
+GAPS: dict[str, str] = {}
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
 
