@@ -78,4 +78,5 @@ def test_watch_reports_a_hang_while_it_is_hung(triton_lab: TritonLab, tmp_path: 
         r'triton_obs_findings\{kind="hung_request",model="router",severity="critical"\}', page
     )
     assert "watch-hang" not in page  # request ids never become labels
-    assert "triton_obs_oldest_inflight_seconds" in page and "triton_obs_bls_children_inflight" in page
+    assert "triton_obs_oldest_inflight_seconds" in page
+    assert "triton_obs_bls_children_inflight" in page
