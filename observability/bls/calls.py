@@ -181,6 +181,7 @@ class Instrumenter:
                 SERVER,
                 triton_parent(request),
                 {
+                    "triton.model_name": self.settings.model,  # as Triton's own spans name it
                     "triton.request_id": _text(request, "request_id"),
                     "triton.batch_requests": len(requests),
                 },

@@ -176,9 +176,16 @@ def build_exporter(settings: Any, on_drop: DropCallback) -> ExportQueue | None:
         "triton.model.instance": settings.instance,
         "telemetry.sdk.language": "python",
         "telemetry.sdk.name": "triton-observability",
+        **dict(settings.resource_attributes),
     }
+    if settings.service_name:  # OTEL_SERVICE_NAME beats service.name of the attributes
+        resource["service.name"] = settings.service_name
     exporter = OtlpHttpExporter(
-        settings.endpoint, settings.export_timeout_s, resource, env_headers()
+        settings.endpoint,
+        settings.export_timeout_s,
+        resource,
+        env_headers(),
+        gzip=settings.compression == "gzip",
     )
     return ExportQueue(
         exporter,

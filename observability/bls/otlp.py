@@ -16,6 +16,7 @@ with ``opentelemetry-proto``'s own parser.
 from __future__ import annotations
 
 import contextlib
+import gzip as gzip_module
 import http.client
 import os
 import struct
@@ -197,6 +198,7 @@ class OtlpHttpExporter:
         timeout_s: float,
         resource: Mapping[str, Any],
         headers: Mapping[str, str] | None = None,
+        gzip: bool = False,
     ) -> None:
         url = urllib.parse.urlsplit(endpoint)
         if url.scheme not in ("http", "https") or not url.hostname:
@@ -208,6 +210,9 @@ class OtlpHttpExporter:
         self._timeout_s = timeout_s
         self._resource = dict(resource)
         self._headers = {**(headers or {}), "Content-Type": "application/x-protobuf"}
+        self._gzip = gzip
+        if gzip:
+            self._headers["Content-Encoding"] = "gzip"
         self._conn: http.client.HTTPConnection | None = None
         self._encoder = _Encoder()
         self._pid = os.getpid()
@@ -230,6 +235,8 @@ class OtlpHttpExporter:
     def export(self, records: Sequence[SpanRecord]) -> bool:
         """True when the collector accepted the batch (2xx); never raises for network errors."""
         body = self._encoder.encode(records, self._resource)
+        if self._gzip:
+            body = gzip_module.compress(body, compresslevel=1)
         for _ in range(2):
             conn, reused = self._connection()
             try:

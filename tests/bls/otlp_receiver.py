@@ -7,6 +7,7 @@ decodes ``ExportTraceServiceRequest`` bodies with ``opentelemetry-proto`` and ke
 from __future__ import annotations
 
 import contextlib
+import gzip
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +54,8 @@ class OtlpReceiver:
     """``with OtlpReceiver() as rx: rx.endpoint`` -> ``http://127.0.0.1:PORT/v1/traces``."""
 
     def __init__(self, stall_s: float = 0.0) -> None:
+        self.encodings: list[str] = []
+        """The Content-Encoding of each request received."""
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
         self.stall_s = stall_s
@@ -62,6 +65,9 @@ class OtlpReceiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                receiver.encodings.append(self.headers.get("Content-Encoding", ""))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
                 if receiver.stall_s:
                     time.sleep(receiver.stall_s)
                 receiver._ingest(body)

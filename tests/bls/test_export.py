@@ -139,3 +139,24 @@ def test_submit_never_waits_for_a_stalled_export_and_counts_every_drop() -> None
     exporter.release.set()
     queue.shutdown(2.0)
     assert drops["export_failed"] + drops.get("shutdown", 0) == 1 + 8
+
+
+def test_opentelemetry_environment_reaches_the_wire(monkeypatch) -> None:
+    """OTEL_EXPORTER_OTLP_ENDPOINT (a base URL), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and
+    OTEL_EXPORTER_OTLP_COMPRESSION=gzip, as a real receiver gets them; execute spans carry
+    Triton's own attribute name for the model."""
+    with OtlpReceiver() as rx:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rx.endpoint.removesuffix("/v1/traces"))
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "ranker-svc")
+        monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+        bls.setup(pb_utils=FakePbUtils, model="ranker", flush_interval_s=0.05)
+        try:
+            bls.exec(FakeRequest("ranker", "r"), FakeRequest("scorer", "r.1"))
+        finally:
+            bls.shutdown(2.0)
+        assert rx.spans and set(rx.encodings) == {"gzip"}
+        resource = rx.spans[0].resource
+        assert resource["service.name"] == "ranker-svc"
+        assert resource["deployment.environment"] == "prod"
+        assert resource["triton.model.name"] == "ranker"

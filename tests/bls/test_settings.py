@@ -69,3 +69,47 @@ def test_bad_env_value_warns_and_falls_back(name: str, raw: str) -> None:
 def test_bad_argument_raises(kwargs: dict) -> None:
     with pytest.raises((ValueError, TypeError)):
         resolve(ARGS, env={}, **kwargs)
+
+
+def test_opentelemetry_environment_below_ours() -> None:
+    """The OpenTelemetry environment specification's variables configure the library too."""
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
+        "OTEL_SERVICE_NAME": "ranker",
+        "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod,team=a%20b",
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "0.25",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "1500",
+    }
+    s = resolve(ARGS, env=env)
+    assert s.endpoint == "http://collector:4318/v1/traces"  # a base URL gets the signal path
+    assert s.service_name == "ranker" and s.sample_ratio == 0.25
+    assert s.resource_attributes == (("deployment.environment", "prod"), ("team", "a b"))
+    assert s.compression == "gzip" and s.export_timeout_s == 1.5
+    # the signal-specific variable wins, and ours win over all of them
+    env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://other:4318/custom"
+    env["OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"] = "none"
+    assert resolve(ARGS, env=env).endpoint == "http://other:4318/custom"
+    assert resolve(ARGS, env=env).compression == "none"
+    env["TRITON_OBS_SAMPLE_RATIO"] = "1"
+    assert resolve(ARGS, env=env).sample_ratio == 1.0
+    assert resolve(ARGS, env={"OTEL_SDK_DISABLED": "true"}).enabled is False
+    assert resolve(ARGS, env={"OTEL_TRACES_SAMPLER": "always_off"}).sample_ratio == 0.0
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "-5"),
+        ("OTEL_RESOURCE_ATTRIBUTES", "novalue"),
+        ("OTEL_TRACES_SAMPLER", "jaeger_remote"),
+        ("OTEL_SDK_DISABLED", "perhaps"),
+    ],
+)
+def test_bad_opentelemetry_values_warn_and_are_ignored(name: str, raw: str) -> None:
+    with pytest.warns(RuntimeWarning, match=name):
+        s = resolve(ARGS, env={name: raw})
+    assert s == resolve(ARGS, env={})
