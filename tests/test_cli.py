@@ -13,6 +13,7 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from observability.catalogue import FAULTS
 from observability.cli import app
 from observability.lab import TritonLab
 from observability.lab.processes import processes_mentioning
@@ -125,8 +126,7 @@ def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     # Every second, per model: rate, queue and compute time, pending.
     assert out.count("per model (last second)") >= 20
     assert re.search(r"router\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d", out)
-    for fault in ("cold_start", "hang", "slow", "fanout", "callback", "task_error",
-                  "shape_growth", "deadlock", "ensemble_fanout"):  # fmt: skip
+    for fault in FAULTS:  # every fault of the catalogue
         assert f"inject {fault}" in out, fault
     assert re.search(r"hang: demo-hang-0 timed out", out)
     assert re.search(r"deadlock: demo-deadlock-0 timed out", out)
@@ -134,7 +134,7 @@ def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     assert "is not written" in out
     # Every injected fault was found, with the right kind and model.
     table = out[out.index("injected → found") :]
-    assert table.count("yes") == 9 and "missing" not in table, table
+    assert table.count("yes") == len(FAULTS) and "missing" not in table, table
     log = (run_dir / "triton.log").read_text(errors="replace")
     assert "Exception in callback" in log and "Task exception was never retrieved" in log
     assert list(run_dir.glob("trace.json.*")), "traces are written as they complete"

@@ -105,13 +105,16 @@ class Instances:
         known = self.model_instances.get(model, set())
         return bool(known) and all(i in self.open for i in known)
 
-    def durations_s(self, model: str) -> list[float]:
+    def durations_s(self, model: str, before_ns: int | None = None) -> list[float]:
         """Completed batch durations of a model, for its usual latency (a cold start is not
-        usual: left out)."""
+        usual: left out); with ``before_ns``, only batches that ended before it."""
         return [
             (e.end_ns - e.start_ns) / 1e9
             for e in self.executions
-            if e.model == model and e.end_ns is not None and not e.first_after_load
+            if e.model == model
+            and e.end_ns is not None
+            and not e.first_after_load
+            and (before_ns is None or e.end_ns < before_ns)
         ]
 
     def progressed_since(self, model: str, since_ns: int) -> bool:

@@ -59,6 +59,10 @@ ADVICE = (
 )
 
 
+_GAUGE_LAG_NS = 3_000_000_000
+"""How long after a report the library's stalled gauge may still read its old value."""
+
+
 @dataclass
 class _Reported:
     """One stream the library reported stalled."""
@@ -183,9 +187,14 @@ class StreamStalled:
     ) -> Finding:
         now = window.until_ns
         still = [r for r in streams if r.ended_ns is None]
-        # The gauge is the library's word on "now" (a stream that resumed has no span yet);
-        # without /metrics, a reported stream whose span has not ended is taken as stalled.
-        stalled_now = gauge[0] if gauge is not None else float(len(still))
+        # The gauge is the library's word on "now" (a stream that resumed has no span yet),
+        # once a scrape well after the last report has read it (the library publishes it on
+        # its own tick, after the report); without /metrics, or before such a scrape, a
+        # reported stream whose span has not ended is taken as stalled (an older 0 would turn
+        # the finding, and its alert's `for`, off for a moment).
+        latest = max((r.last_ns for r in streams), default=0)
+        fresh = gauge is not None and gauge[1] >= latest + _GAUGE_LAG_NS
+        stalled_now = gauge[0] if gauge is not None and fresh else float(len(still))
         named = [r.request_id for r in streams if r.request_id][: self.max_named]
         ids = f" ({', '.join(repr(i) for i in named)})" if named else ""
         if stalled_now > 0:

@@ -58,6 +58,10 @@ class Call:
     request: Admitted
     callers: int
     """How many stuck or long-open batches could have issued it."""
+    owner: Execution | None = None
+    """The likeliest of them: the one that started last before the call was admitted (a
+    parent issues its calls while it runs, so a newer batch's calls are mostly its own).
+    Only progress of a batch's own likeliest calls keeps it from being stuck."""
 
     @property
     def queued(self) -> bool:
@@ -186,12 +190,19 @@ def analyse(
             callers.setdefault(id(req), []).append(parent)
             pending.append((parent, req))
     for parent, req in pending:
-        calls.setdefault(id(parent), []).append(Call(req, len(callers[id(req)])))
+        candidates = callers[id(req)]
+        owner = max(candidates, key=lambda c: c.start_ns)
+        calls.setdefault(id(parent), []).append(Call(req, len(candidates), owner))
 
     def limit_s(e: Execution) -> float:
-        """A cold start (the instance's first batch after a load) gets the ceiling."""
+        """A cold start (the instance's first batch after a load) gets the ceiling. A batch's
+        deadline is learned from the batches that ended before it started: one that already
+        runs past it stays stuck when slow batches after it raise the model's p99 (the
+        finding would blink out and back, and an alert's ``for`` start over)."""
         ceiling = policy.ceiling(e.model)
-        return ceiling if e.first_after_load else deadline.get(e.model, ceiling)
+        if e.first_after_load:
+            return ceiling
+        return policy.deadline_s(e.model, inst.durations_s(e.model, e.start_ns))
 
     def over(e: Execution, limit: float) -> bool:
         return now - e.start_ns > limit * 1e9
@@ -296,6 +307,8 @@ def _waits_on_progress(
     for a model whose instances moved within its deadline or are busy within theirs, or held
     by a batch still within its own (a cold start's is the ceiling)."""
     for call in calls.get(id(e), ()):
+        if call.owner is not None and call.owner is not e:
+            continue  # a newer open batch of a calling model is likelier to have sent it
         held = call.held_by
         if held is not None:
             if now - held.start_ns <= limit_s(held) * 1e9:

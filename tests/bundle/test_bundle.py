@@ -218,5 +218,10 @@ def test_analyze_json_prints_only_the_array(tmp_path: Path) -> None:
 
 
 def test_analyze_of_no_bundle_is_a_clear_error(tmp_path: Path) -> None:
+    """A folder without meta.json is read as loose artifacts (bundle/loose.py): with none of
+    ours in it, that is the error."""
+    (tmp_path / "notes.bin").write_bytes(b"\x00\x01")
     result = runner.invoke(app, ["analyze", str(tmp_path)])
+    assert result.exit_code == 2 and "holds no Triton log" in result.output
+    result = runner.invoke(app, ["ingest", str(tmp_path), "--store", str(tmp_path / "s.db")])
     assert result.exit_code == 2 and "has no meta.json" in result.output

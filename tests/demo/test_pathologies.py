@@ -124,14 +124,12 @@ def test_deadlock_holds_the_only_instance(triton_lab: TritonLab) -> None:
 
 
 def test_deadlock_twin_answers(triton_lab: TritonLab) -> None:
+    # The deadlocked child runs once its parent gave up: wait until it has been released (a
+    # check that passed while it had not started yet let the twin queue behind it).
     assert wait_for(
-        lambda: (
-            not any(
-                "EXECUTING to RELEASED" not in s
-                for s in log_lines(
-                    triton_lab, "[request id: t-dead.generate] Setting state from EXEC"
-                )
-            )
+        lambda: any(
+            "EXECUTING to RELEASED" in s
+            for s in log_lines(triton_lab, "[request id: t-dead.generate] Setting state from")
         ),
         timeout_s=20,
     )

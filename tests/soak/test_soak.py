@@ -59,9 +59,11 @@ GRACE_S = 30.0
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "soak"
 # Client errors that mean the request never reached Triton (it was restarting).
 # A stopping Triton unloads its models first: it refuses with "has no available versions"
-# before a request exists, so its log has nothing to store.
+# before a request exists, so its log has nothing to store. A gRPC stream the restart broke
+# refuses to send ("The stream is no longer in valid state"): the token-streaming load.
 _UNDELIVERED = ("unavailable", "connection refused", "failed to connect", "socket closed",
-                "connect failed", "has no available versions")  # fmt: skip
+                "connect failed", "has no available versions",
+                "stream is no longer in valid state")  # fmt: skip
 # The injected faults' own exceptions (the demo's callback reads a wrong output name) and
 # the garbage line's; anything else in Triton's log is an unhandled exception of ours.
 _ALLOWED_EXCEPTIONS = ("ChildError", "KeyError: 'LOGITS'", GARBAGE_EXCEPTION.decode())

@@ -1,0 +1,54 @@
+"""A finding about something still stuck does not blink: once it is found, every later pass
+finds it again until the stuck work ends. A blink restarts an alert's ``for`` (seen in the
+Prometheus test: TritonStreamStalled pending 10 s for a 6 s ``for``) and reads as "resolved"
+in the app. Two causes were fixed: a library gauge scraped before its report overruled the
+report (stream_stalled), and a stuck batch's learned deadline grew with slow batches that
+started after it (hung_request)."""
+
+from __future__ import annotations
+
+import pytest
+
+from observability.catalogue import FAULTS, kind_of_fault
+from observability.detectors import Window
+from observability.detectors.hung_request import HungRequestDetector
+from observability.detectors.stream_stalled import StreamStalled
+from observability.findings import Severity
+from observability.store import Store
+from tests.detectors.recording import RecordedRun
+
+STEP_NS = 500_000_000
+
+
+@pytest.mark.parametrize("run_name", ["faulty_run", "faulty_none_run"])
+@pytest.mark.parametrize(
+    ("fault", "detector"), [("stall", StreamStalled), ("hang", HungRequestDetector)]
+)
+def test_a_stuck_finding_stays_found(
+    run_name: str, fault: str, detector: type, request: pytest.FixtureRequest
+) -> None:
+    run: RecordedRun = request.getfixturevalue(run_name)
+    (inj,) = [i for i in run.injections if i["fault"] == fault]
+    kind, model = kind_of_fault(fault), FAULTS[fault].finds_model
+    with Store(run.store, readonly=True) as store:
+        events = [
+            *store.log_records(since_ns=run.since_ns),
+            *store.metric_scrapes(run.since_ns),
+            *store.otlp_spans(run.since_ns),
+            *store.scrapes(run.since_ns),
+        ]
+    seen: list[bool] = []
+    at = run.since_ns + int(float(inj["at_s"]) * 1e9)
+    while at <= run.until_ns:
+        window = Window(run.since_ns, at, events=events, clock_offset_ns=run.clock_offset_ns)
+        found = detector(deadline_s=5.0).detect(window)
+        seen.append(
+            any(
+                (f.kind, f.model) == (kind, model) and f.severity is Severity.CRITICAL
+                for f in found
+            )
+        )
+        at += STEP_NS
+    assert True in seen, f"{kind} on {model} never found"
+    first = seen.index(True)
+    assert all(seen[first:]), f"blinks after it was found: {seen}"
