@@ -6,44 +6,60 @@ On 2.51 the gRPC stream handler still tells each stream's story, though none of 
 names the model or the request:
 
 * ``Process for ModelStreamInferHandler, rpc_ok=1, context 0, 0 step READ`` when a request is
-  read from a client stream. The handler's single completion-queue thread then issues the
-  request synchronously, so the request's own ``prepared:`` line (model, id) follows within
-  microseconds and before the next ``READ``; no ``prepared:`` line means the request failed
-  before it was issued, and no response of it goes through the callback below;
+  read from a client stream. The handler's one completion-queue thread issues the request at
+  once, so the request's own ``prepared:`` line (model, id) follows within microseconds and
+  before the next ``READ``; a request that fails before it is prepared has no such line and
+  no response of it is logged as below;
 * ``ModelStreamInferHandler::StreamInferComplete, context 0, 0 step ISSUED, callback index N,
   flags F, response is nullptr B`` for each response callback of that request: ``N`` counts
   its callbacks from 1 (an empty, final-flag-only send counts too), bit 0 of ``F`` is the final
   flag (``step CANCELLATION_ISSUED`` when the client cancelled).
 
-``context 0, 0`` are the stream's and the request's unique ids, which release builds print as 0
-(``NEXT_UNIQUE_ID`` is 0 unless Triton is built without ``NDEBUG``): nothing on a response line
-tells two streams apart, only its count. So:
+``context 0, 0`` are the stream's and the request's unique ids, which release builds print as
+0 (``NEXT_UNIQUE_ID`` is 0 under ``NDEBUG``): nothing on a response line tells two streams
+apart but its count. So:
 
-* A ``READ`` is paired with the first ``prepared:`` line after it (and before the next
-  ``READ``, within ``_PAIR_NS``) of a *streamed* model: one that comes first after a ``READ``
-  at least as often as it comes later. A BLS child of the streamed model (a ``tokenizer``
-  called as soon as the stream's ``execute`` starts) can slip in between a ``READ`` and its own
-  line, but it comes first only by chance and later after nearly every ``READ``.
-* A response with index N belongs to one of the open streams that have had N - 1 callbacks;
-  it is given to the one of them that got to N - 1 *last* (the most recently active). Every
-  assignment moves one stream from N - 1 to N, as the truth does, so the streams at each count
-  are as many as the true ones, and the quiet times at a count (since each got to it) come out
-  element by element *no shorter* than the true ones (taking the newest leaves the oldest;
-  the truth can only leave newer ones). Hence the guarantee: a stream stalled for T seconds
-  is always shown by an open stream at the same count quiet for at least T seconds, and a
-  stall that ended by a response shows as a gap at least as long — whatever healthy streams
-  interleave, whatever their lengths and at whichever count the stall happens. Two kinds of
-  mistake remain, neither of which hides a stall: two streams at the same count may swap
-  (each takes the other's later story), and when several streams are at one count without a
-  pause (streams of the same count overlapping for longer than the stall deadline, i.e. a
-  sustained rate of new streams times the gap between responses well above one) the oldest
-  of them looks quiet since that busy stretch began, which can read as a stall. Where streams
-  of different models are at the same count, a stall may be charged to a stream of another
-  model that got to that count within one response gap of it.
-* A response that no open stream can own (no stream at N - 1) comes from a stream read before
-  the records begin: it is followed from there, as a stream of no model, and never reported.
-  Until the first such response, that stream can take the place of a stream of the window at
-  the same count (a swap, as above).
+* A ``READ`` is paired with the first ``prepared:`` line after it (before the next ``READ``,
+  within ``_PAIR_NS``) of a *streamed* model: one that comes first after a ``READ`` at least as
+  often as it comes later. A BLS child the streamed model calls at once (a ``tokenizer``) can
+  slip in between another ``READ`` and its own line, but comes first only by chance. A
+  ``READ`` with no such line is left out (its request failed before it was prepared).
+* A response with index N goes to a stream that has had N - 1 callbacks, so the streams at
+  each count are as many as the true ones. Which of them is decided per count and per *busy
+  stretch* of it (a run of the log during which some stream is at that count; no stream is
+  in two): the streams of a stretch leave it in the order they came, unless the stretch reads
+  as its oldest stream stalled while the others went through (``_relayed``). In arrival order
+  each stream that passed a stalled one would have waited there for the next one to arrive;
+  with the oldest left out, their gaps are their own again. The oldest is taken as stalled
+  when the gaps in arrival order are (median) at least ``_RELAY`` times those with it left
+  out, and those are real gaps, not lines of one batched step written together (at least
+  1 / ``_RELAY`` of the count's typical gap: the median gap of the streams alone at that
+  count, or of all the records, the smaller). It then stays until the stretch's last response
+  (or the end), and the rest of the stretch is read the same way.
+
+What that gives:
+
+* A stream alone at its count keeps its own story.
+* A stall keeps its quiet time, at any count (the one before an empty final send too),
+  whatever streams of whatever lengths interleave, as long as the streams that pass its count
+  meanwhile do not crowd it: each gone from that count before the next arrives, with gaps of
+  similar length. In ``tests/fixtures/foreign/llm_stream_stall`` the stalled count is reached
+  every ~0.25 s by a stream that leaves it 4 ms later; the oldest open stream at the stalled
+  count (the previous rule) handed the stall on to each of them.
+* Where a count stays crowded (other streams at it at once, continuously: a queue for the
+  first response, dozens of streams a second through each count, a batched model writing
+  every stream's response of a step together), a stall there cannot be told from the crowd
+  passing through, and it is missed rather than invented. Taking the most recently active
+  stream at each count would never miss one, but reads every crowd that lasts as a stall (its
+  first stream waits until the crowd thins out: tens of false stalls a minute on a simulated
+  LLM at 30 streams a second with a 1 s first-token queue).
+* Streams of one stretch may swap stories. In arrival order no gap comes out longer than the
+  longest true one of its stretch; read as a stall, the oldest stream's gap or quiet time is
+  the whole stretch, at least the stall's. The stall is charged to the oldest stream of its
+  stretch, which may be another model's stream at the same count.
+* A stream read before the records begin is followed from its first response that no stream
+  here can own, as a stream of no model (never reported); until then it can take the place of
+  one at the same count.
 
 A stream with no final response and no response for longer than its model's stall deadline is
 stalled.
@@ -54,7 +70,7 @@ response): only the in-model library (``bls.response_sender``) sees such a strea
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -64,6 +80,10 @@ __all__ = ["LogStream", "log_streams"]
 
 _PAIR_NS = 20_000_000
 """A stream read and the ``prepared:`` line of its request are microseconds apart."""
+
+_RELAY = 2.0
+"""How much longer (median) the gaps of a busy stretch must be in arrival order than with its
+oldest stream left out, for that stream to be taken as stalled."""
 
 
 @dataclass(eq=False)
@@ -77,7 +97,7 @@ class LogStream:
     responses: int = 0
     """The index of its last response that carried one (an empty final send does not)."""
     callbacks: int = 0
-    """Its response callbacks so far, empty ones included: what the next index follows."""
+    """Its response callbacks so far, empty ones included: the count the next one follows."""
     last_ns: int = 0
     """The last activity: the open, then each response."""
     last_offset: int = 0
@@ -95,40 +115,139 @@ class LogStream:
         return (now_ns - self.last_ns) / 1e9
 
 
+@dataclass(slots=True)
+class _At:
+    """A stream reaching a count (``item``: the stream, ``None`` before it is known), or a
+    response leaving it (``item``: the response), at a place in the records."""
+
+    pos: int
+    at: int
+    item: object
+
+
+_Stretch = tuple[list[_At], list[_At], bool]
+"""A busy stretch of one count: the streams reaching it, the responses leaving it, and whether
+it ended (the last stream there left)."""
+
+
 def log_streams(records: Iterable[object]) -> list[LogStream]:
     """Every gRPC stream request of the records (log order) whose request is named, pure."""
     records = list(records)
     streams = _read_streams(records)
-    at_count: dict[int, list[LogStream]] = {}
-    """Open streams by callbacks so far, each list in the order they got to that count."""
-    for rec in records:
-        if isinstance(rec, ev.StreamRequestRead):
-            stream = streams.get(id(rec))
-            if stream is not None:
-                at_count.setdefault(0, []).append(stream)
-        elif isinstance(rec, ev.StreamResponse):
-            waiting = at_count.get(rec.index - 1)
-            if waiting:
-                owner = waiting.pop()  # the one that got to index - 1 last
-            elif rec.final:
-                continue  # the end of a stream read before the records begin
-            else:  # a stream read before the records begin: follow it from here
-                owner = LogStream(rec.header.at_ns, rec.header.offset)
-                owner.last_ns = owner.opened_ns
+    arrivals: list[_At] = []  # at count 0: the streams read
+    leaving: dict[int, list[_At]] = {}  # per count, the responses that leave it
+    in_order: dict[int, deque[int]] = {0: deque()}
+    gaps: list[int] = []  # every count taken in arrival order: the typical gap of the records
+    for pos, rec in enumerate(records):
+        if isinstance(rec, ev.StreamResponse) and rec.index >= 1:
             at = rec.header.at_ns
-            # The final flag alone (an empty response, or a client's cancellation) ends a
-            # quiet stretch too: a stream frozen until its client gave up shows as that gap.
-            owner.gaps_ns.append(at - owner.last_ns)
-            owner.last_ns, owner.last_offset = at, rec.header.offset
-            owner.callbacks = rec.index
-            if not rec.empty:
-                owner.responses = rec.index
-            if rec.final:
-                owner.final_ns = at
-                owner.cancelled = rec.step.startswith("CANCELLATION")
-            else:
-                at_count.setdefault(rec.index, []).append(owner)
+            leaving.setdefault(rec.index - 1, []).append(_At(pos, at, rec))
+            there = in_order.get(rec.index - 1)
+            if there:
+                gaps.append(at - there.popleft())
+            if not rec.final:
+                in_order.setdefault(rec.index, deque()).append(at)
+        elif isinstance(rec, ev.StreamRequestRead) and id(rec) in streams:
+            arrivals.append(_At(pos, rec.header.at_ns, streams[id(rec)]))
+            in_order[0].append(rec.header.at_ns)
+    pooled = _median(gaps) if gaps else 0.0
+    for count in range(max(leaving, default=-1) + 1):
+        reached: list[_At] = []
+        for stream, left in _match(arrivals, leaving.get(count, []), pooled):
+            rec = left.item
+            assert isinstance(rec, ev.StreamResponse)
+            owner = stream if isinstance(stream, LogStream) else _before_records(rec)
+            _respond(owner, rec)
+            if not rec.final:
+                reached.append(_At(left.pos, left.at, owner))
+        arrivals = sorted(reached, key=lambda a: a.pos)
     return list(streams.values())
+
+
+def _before_records(rec: ev.StreamResponse) -> LogStream:
+    """A stream read before the records begin, followed from its first response here."""
+    stream = LogStream(rec.header.at_ns, rec.header.offset)
+    stream.last_ns = stream.opened_ns
+    return stream
+
+
+def _respond(owner: LogStream, rec: ev.StreamResponse) -> None:
+    at = rec.header.at_ns
+    # The final flag alone (an empty response, or a client's cancellation) ends a quiet
+    # stretch too: a stream frozen until its client gave up shows as that gap.
+    owner.gaps_ns.append(at - owner.last_ns)
+    owner.last_ns, owner.last_offset = at, rec.header.offset
+    owner.callbacks = rec.index
+    if not rec.empty:
+        owner.responses = rec.index
+    if rec.final:
+        owner.final_ns = at
+        owner.cancelled = rec.step.startswith("CANCELLATION")
+
+
+def _match(arrivals: list[_At], leaving: list[_At], pooled: float) -> list[tuple[object, _At]]:
+    """Each response leaving one count with the stream it belongs to (``None``: a stream
+    read before the records)."""
+    orphans, stretches = _stretches(arrivals, leaving)
+    out: list[tuple[object, _At]] = [(None, left) for left in orphans]
+    alone = [dep[0].at - arr[0].at for arr, dep, ended in stretches if ended and len(arr) == 1]
+    typical = min(_median(alone), pooled) if len(alone) >= 3 else pooled
+    work = stretches
+    while work:
+        arr, dep, ended = work.pop()
+        if _relayed(arr, dep, ended, typical):
+            rest_orphans, rest = _stretches(arr[1:], dep[:-1] if ended else dep)
+            if not rest_orphans:  # none: every response but the last left another behind
+                if ended:
+                    out.append((arr[0].item, dep[-1]))
+                work += rest
+                continue
+        out += zip([a.item for a in arr[: len(dep)]], dep, strict=True)
+    return out
+
+
+def _stretches(arrivals: list[_At], leaving: list[_At]) -> tuple[list[_At], list[_Stretch]]:
+    """The responses that leave a count no stream is at (their streams were read before the
+    records), and the busy stretches of the count."""
+    orphans: list[_At] = []
+    out: list[_Stretch] = []
+    arr: list[_At] = []
+    dep: list[_At] = []
+    i = j = 0
+    while i < len(arrivals) or j < len(leaving):
+        if j == len(leaving) or (i < len(arrivals) and arrivals[i].pos < leaving[j].pos):
+            arr.append(arrivals[i])
+            i += 1
+        elif not arr:
+            orphans.append(leaving[j])
+            j += 1
+        else:
+            dep.append(leaving[j])
+            j += 1
+            if len(dep) == len(arr):
+                out.append((arr, dep, True))
+                arr, dep = [], []
+    if arr:
+        out.append((arr, dep, False))
+    return orphans, out
+
+
+def _relayed(arr: list[_At], dep: list[_At], ended: bool, typical: float) -> bool:
+    """Whether the oldest stream of a busy stretch stalled while the others went through the
+    count: compared are the gaps in arrival order (each response to the stream that came
+    ``i``-th) and with the oldest left out (to the one that came next)."""
+    shared = len(dep) - 1 if ended else len(dep)
+    if shared < 1:
+        return False  # no other stream left the count meanwhile: both read the same
+    x = _median([dep[i].at - arr[i].at for i in range(shared)])
+    y = _median([dep[i].at - arr[i + 1].at for i in range(shared)])
+    return x >= _RELAY * y and _RELAY * y >= typical
+
+
+def _median(values: list[int]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _read_streams(records: list[object]) -> dict[int, LogStream]:
@@ -153,7 +272,7 @@ def _read_streams(records: list[object]) -> dict[int, LogStream]:
     for read, candidates in reads:
         own = next((p for p in candidates if p.model in streamed), None)
         if own is None:
-            continue  # the request failed before it was issued, or its line is not here
+            continue  # the request failed before it was prepared, or its line is not here
         stream = LogStream(read.header.at_ns, read.header.offset, own.model, own.request_id)
         stream.last_ns, stream.last_offset = stream.opened_ns, stream.offset
         out[id(read)] = stream

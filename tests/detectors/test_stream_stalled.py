@@ -186,38 +186,73 @@ def test_a_stalled_stream_keeps_its_stall_while_healthy_streams_overtake_it() ->
     assert "quiet for 25.0 s after 3 response(s)" in finding.summary
 
 
+def _stream_rows(
+    rng: random.Random,
+    opened: float,
+    first: tuple[float, float],
+    gaps: tuple[float, float],
+    length: int,
+) -> list[tuple[float, str]]:
+    """One stream's lines, timed: its read, its request's ``prepared:`` line, then
+    ``length`` responses, the last one final or followed by an empty final send."""
+    rows = [
+        (opened, _READ.format(s=_at(opened))),
+        (opened + 5e-5, _PREPARED.format(s=_at(opened + 5e-5), rid="", model="llm")),
+    ]
+    empty_final = rng.random() < 0.5
+    callbacks = length + 1 if empty_final else length
+    t = opened + rng.uniform(*first)
+    for n in range(1, callbacks + 1):
+        final = n == callbacks
+        null = int(final and empty_final)
+        rows.append((t, _RESPONSE.format(s=_at(t), n=n, f=int(final), null=null, step="ISSUED")))
+        t += rng.uniform(*gaps) if n < length else 2e-5
+    return rows
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_no_interleaving_of_healthy_streams_shortens_a_stall(seed: int) -> None:
-    # Many concurrent streams of different lengths, their responses interleaved, some ending
-    # with an empty final send; one stops at a random count (0: no response at all). Whatever
-    # the order, the one stream left open is at that count, quiet at least as long as the
-    # stalled one.
+    # Streams opened 5 a second, 1 to 20 responses 3-30 ms apart, half of them ending with an
+    # empty final send, so several are open at once and their responses interleave; one stops
+    # at a random count (0: before any response; after its last response: before the empty
+    # final send). Whatever the order, the one stream left open is at that count and quiet
+    # at least as long as the stalled one.
     rng = random.Random(seed)
-    timed: list[tuple[float, str]] = []
     stalled = rng.randrange(40)
-    stop_at = stop_ns = -1
+    timed: list[tuple[float, str]] = []
+    stop, stop_s = -1, 0.0
     for i in range(40):
-        t = rng.uniform(1.0, 20.0)
-        timed.append((t, _READ.format(s=_at(t))))
-        timed.append((t + 5e-5, _PREPARED.format(s=_at(t + 5e-5), rid="", model="llm")))
-        length = rng.randint(1, 12)
-        stop = rng.randrange(length) if i == stalled else length
+        rows = _stream_rows(
+            rng, rng.uniform(1.0, 9.0), (0.003, 0.03), (0.003, 0.03), rng.randint(1, 20)
+        )
         if i == stalled:
-            stop_at, stop_ns = stop, round(float(_at(t)) * 1e6) * 1000
-        for n in range(1, stop + 1):
-            t += rng.choice((0.003, 0.01, 0.05, 0.4, 1.5))
-            final = n == length
-            empty = final and rng.random() < 0.5
-            row = _RESPONSE.format(s=_at(t), n=n, f=int(final), null=int(empty), step="ISSUED")
-            timed.append((t, row))
-            if i == stalled:
-                stop_ns = round(float(_at(t)) * 1e6) * 1000
+            stop = rng.randrange(len(rows) - 2)
+            rows = rows[: 2 + stop]
+            stop_s = rows[-1][0]
+        timed += rows
     timed.sort(key=lambda pair: pair[0])
     streams = log_streams(_lines(*(row for _, row in timed)))
     assert len(streams) == 40
     [left] = [s for s in streams if s.open]
-    assert left.responses == stop_at
-    assert _in_minute_ns(left.last_ns) <= stop_ns
+    assert left.callbacks == stop
+    assert _in_minute_ns(left.last_ns) <= round(float(_at(stop_s)) * 1e6) * 1000
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_streams_crowding_a_count_are_not_read_as_stalled(seed: int) -> None:
+    # A loaded LLM: 40 streams a second wait 0.3-1.5 s in a queue for their first token,
+    # then stream 20-60 tokens 20-40 ms apart: a dozen streams are at the same count at any
+    # moment. Taking the most recently active stream at each count would leave the first
+    # ones of such a crowd waiting, read as stalled, until the crowd thins out.
+    rng = random.Random(seed)
+    timed: list[tuple[float, str]] = []
+    for _ in range(400):
+        opened, length = rng.uniform(1.0, 11.0), rng.randint(20, 60)
+        timed += _stream_rows(rng, opened, (0.3, 1.5), (0.02, 0.04), length)
+    timed.sort(key=lambda pair: pair[0])
+    streams = log_streams(_lines(*(row for _, row in timed)))
+    assert len(streams) == 400 and not [s for s in streams if s.open]
+    assert max(g for s in streams for g in s.gaps_ns) <= 1.5e9
 
 
 def test_a_read_is_paired_with_a_streamed_models_line_not_a_bls_childs() -> None:
