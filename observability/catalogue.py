@@ -434,7 +434,8 @@ CATALOGUE: tuple[Pathology, ...] = (
             ("partly", "only with the library's stream tracking"),
             (
                 "partly",
-                "gRPC streams only, from the verbose log's stream lines; an HTTP "
+                "gRPC streams only, from the verbose log's stream lines (missed, never "
+                "invented, where many streams pass each response count at once); an HTTP "
                 "generate_stream stall needs the library",
             ),
         ),
