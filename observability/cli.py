@@ -668,6 +668,38 @@ def _mount_dashboards() -> None:
     app.add_typer(dashboards_app, name="dashboards", help="Grafana dashboards as code.")
 
 
+alerts_app = typer.Typer(help="Prometheus alert rules for your deployment.", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts", help="Prometheus alert rules for your deployment.")
+
+
+@alerts_app.command("render")
+def alerts_render(
+    out: Annotated[Path, typer.Option(help="folder for the rendered *.rules.yml")],
+    triton_job: Annotated[
+        str,
+        typer.Option(help='the label matcher of the job scraping Triton, e.g. job=~"triton-.*"'),
+    ] = 'job="triton"',
+    watch_job: Annotated[
+        str, typer.Option(help="the label matcher of the job scraping triton-obs watch")
+    ] = 'job="triton-obs"',
+    runbook_base: Annotated[
+        str, typer.Option(help="where docs/runbooks/ is served (runbook_url = BASE/docs/...)")
+    ] = "https://github.com/triton-observability/triton-observability/blob/main/",
+) -> None:
+    """Write the alert rules with your job selectors and runbook base (promtool-checked as
+    shipped: only those strings change)."""
+    from dashboards.alerts_render import render_all
+
+    try:
+        written = render_all(
+            out, triton_job=triton_job, watch_job=watch_job, runbook_base=runbook_base
+        )
+    except ValueError as err:
+        raise _fail(str(err)) from None
+    for path in written:
+        console.print(str(path), soft_wrap=True)
+
+
 _mount_dashboards()
 
 

@@ -7,6 +7,7 @@ harmless. Debian's ``prometheus`` package ships it (``.ci/run`` installs it).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +26,10 @@ needs_promtool = pytest.mark.skipif(
 
 
 def _rules(path: Path) -> list[dict]:
-    return [r for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"]]
+    """The alerting rules of a file (recording rules are tested with promql_expr_test)."""
+    return [
+        r for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"] if "alert" in r
+    ]
 
 
 def test_rule_files_exist() -> None:
@@ -84,3 +88,54 @@ def test_promtool_test_rules() -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.count("SUCCESS") == len(tests), out.stdout
+
+
+AMTOOL = shutil.which("amtool")
+
+
+@pytest.mark.skipif(
+    AMTOOL is None, reason="amtool missing: apt-get install prometheus-alertmanager"
+)
+def test_amtool_check_config_and_inhibitions_stay_per_pod() -> None:
+    config = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
+    run = subprocess.run([AMTOOL, "check-config", str(config)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = yaml.safe_load(config.read_text())
+    down = next(
+        r for r in doc["inhibit_rules"] if 'alertname="TritonTargetDown"' in r["source_matchers"]
+    )
+    assert down["equal"] == ["namespace", "pod"]  # one Triton down silences only its own
+
+
+def test_every_aggregation_keeps_namespace_pod_and_instance() -> None:
+    """On Kubernetes an alert must name the pod: no `sum by` may drop it."""
+    for path in RULE_FILES:
+        for clause in re.findall(r"(?:by|on) \(([^)]*)\)", path.read_text()):
+            labels = {x.strip() for x in clause.split(",")}
+            if labels >= {"model"} and labels != {"namespace", "pod", "model"}:
+                assert {"namespace", "pod", "instance"} <= labels, (path.name, clause)
+
+
+def test_render_changes_only_the_job_selectors_and_the_runbook_base(tmp_path: Path) -> None:
+    from dashboards.alerts_render import render, render_all
+
+    assert [p.read_text() for p in render_all(tmp_path / "same")] == [
+        p.read_text() for p in RULE_FILES
+    ]
+    written = render_all(
+        tmp_path / "mine",
+        triton_job='job=~"triton-.*"',
+        watch_job='job="obs"',
+        runbook_base="https://wiki.example/t",
+    )
+    text = "".join(p.read_text() for p in written)
+    assert 'job="triton"' not in text and 'job="triton-obs"' not in text
+    assert 'up{job=~"triton-.*"}' in text and 'up{job="obs"}' in text
+    assert "https://wiki.example/t/docs/runbooks/TritonTargetDown.md" in text
+    if PROMTOOL is not None:
+        check = subprocess.run(
+            [PROMTOOL, "check", "rules", *map(str, written)], capture_output=True
+        )
+        assert check.returncode == 0, check.stdout
+    with pytest.raises(ValueError, match="one label matcher"):
+        render("x", triton_job="triton")
