@@ -78,7 +78,8 @@ def scaled_rules(out: Path, scale: float) -> dict[str, float]:
                 seconds = _parse_duration(rule.get("for", "0s")) * scale
                 if seconds:
                     rule["for"] = f"{max(1, round(seconds))}s"
-                fors[rule["alert"]] = max(1, round(seconds)) if seconds else 0.0
+                if "alert" in rule:  # recording rules have no `for`
+                    fors[rule["alert"]] = max(1, round(seconds)) if seconds else 0.0
         (out / path.name).write_text(yaml.safe_dump(doc, sort_keys=False))
     return fors
 

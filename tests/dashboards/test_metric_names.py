@@ -39,7 +39,7 @@ def rule_exprs() -> Iterator[tuple[str, str]]:
     for path in sorted(ALERTS.glob("*.rules.yml")):
         for group in yaml.safe_load(path.read_text())["groups"]:
             for rule in group["rules"]:
-                yield f"{path.name}: {rule['alert']}", rule["expr"]
+                yield f"{path.name}: {rule.get('alert') or rule['record']}", rule["expr"]
 
 
 def test_known_names_come_from_all_three_sources() -> None:
