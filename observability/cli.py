@@ -668,6 +668,27 @@ def _mount_dashboards() -> None:
     app.add_typer(dashboards_app, name="dashboards", help="Grafana dashboards as code.")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def logpipe(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Option("--file", help="the log file to write (appended)")],
+) -> None:
+    """Run a command (tritonserver) with its output and its stubs' piped into one log file
+    and on to stdout: triton-obs logpipe --file /var/log/triton/triton.log -- tritonserver ..."""
+    from observability.logpipe import run
+
+    command = ctx.args[1:] if ctx.args[:1] == ["--"] else list(ctx.args)
+    if not command:
+        raise _fail("give the command to run after --")
+    if not file.parent.is_dir():
+        raise _fail(f"--file {file}: its folder {file.parent} does not exist")
+    try:
+        code = run(command, file)
+    except OSError as err:
+        raise _fail(f"cannot run {command[0]}: {err}") from None
+    raise typer.Exit(code)
+
+
 alerts_app = typer.Typer(help="Prometheus alert rules for your deployment.", no_args_is_help=True)
 app.add_typer(alerts_app, name="alerts", help="Prometheus alert rules for your deployment.")
 

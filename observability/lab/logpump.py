@@ -23,9 +23,11 @@ _CHUNK = 64 * 1024
 class LogPump:
     """A thread from ``source`` (a pipe) to ``path``, opened for append, reopened on rename."""
 
-    def __init__(self, source: IO[bytes], path: Path) -> None:
+    def __init__(self, source: IO[bytes], path: Path, mirror: int | None = None) -> None:
         self.source = source
         self.path = path
+        self.mirror = mirror
+        """A descriptor that gets every chunk too (a container's stdout: ``docker logs``)."""
         self.reopened = 0
         self._fd = -1
         self._thread = threading.Thread(target=self._run, name="lab-log-pump", daemon=True)
@@ -57,6 +59,9 @@ class LogPump:
                     os.close(self._fd)
                     self._open()
                     self.reopened += 1
+                if self.mirror is not None:
+                    with contextlib.suppress(OSError):  # nobody reading it stops nothing
+                        os.write(self.mirror, chunk)
                 view = memoryview(chunk)
                 while view:
                     try:

@@ -66,6 +66,9 @@ class LabConfig:
     exit_on_error: bool = True
     env: dict[str, str] = field(default_factory=dict)
     start_attempts: int = 3
+    launcher: tuple[str, ...] = ()
+    """A command Triton is run under, ``{log}`` standing for the log's path, e.g. the compose
+    stack's ``triton-obs logpipe --file {log} --``: it writes the log itself."""
     log_pipe: bool = False
     """Send Triton's output through a pipe that the lab writes to ``triton.log``, reopening
     the path when it is renamed away, as a container runtime's log driver does. Triton never
@@ -292,6 +295,20 @@ class TritonLab:
 
     def _launch(self, install: TritonInstall, repo: Path) -> None:
         self.argv = self._command(install, repo)
+        if self.config.launcher:
+            self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+            launcher = [a.replace("{log}", str(self.log_path)) for a in self.config.launcher]
+            self.argv = [*launcher, *self.argv]
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=self._environment(install),
+                cwd=self.run_dir,
+                start_new_session=True,
+            )
+            return
         if self.config.log_pipe:
             self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
             self._proc = subprocess.Popen(

@@ -51,6 +51,19 @@ def test_images_are_pinned(service: str) -> None:
     image = SERVICES[service]["image"]
     tag = image.rsplit(":", 1)[-1] if ":" in image.split("/")[-1] else ""
     assert tag and tag != "latest", image
+    build = SERVICES[service].get("build")
+    if build is not None:  # and so is the base of what is built
+        dockerfile = ROOT / (build if isinstance(build, str) else build["context"])
+        dockerfile = (
+            dockerfile / "Dockerfile" if isinstance(build, str) else ROOT / build["dockerfile"]
+        )
+        bases = re.findall(r"^FROM (\S+)", dockerfile.read_text(), re.M)
+        assert bases and all(":" in b and not b.endswith(":latest") for b in bases), bases
+
+
+def test_our_image_runs_as_a_non_root_user() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^USER [1-9]\d*$", text, re.M), "the last USER must be a non-root uid"
 
 
 def test_every_bind_mount_exists_in_the_repo() -> None:
@@ -80,11 +93,15 @@ def test_grafana_has_no_default_password_and_no_anonymous_access() -> None:
 
 def test_triton_runs_on_gpu_with_verbose_log_and_opentelemetry_traces() -> None:
     triton = SERVICES["tritonserver"]
-    assert triton["image"].startswith("nvcr.io/nvidia/tritonserver:")
+    dockerfile = (ROOT / triton["build"]["dockerfile"]).read_text()
+    assert re.search(r"^FROM nvcr\.io/nvidia/tritonserver:\d\d\.\d\d-py3$", dockerfile, re.M)
+    assert "[bls]" in dockerfile  # what the instrumented models import
     devices = triton["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["capabilities"] == ["gpu"]
     args = " ".join(triton["command"])
-    assert "--log-verbose=1" in args and "--log-file=/var/log/triton/" in args
+    # The stubs' output reaches the log only through the pipe, never through --log-file.
+    assert args.startswith("triton-obs logpipe --file /var/log/triton/triton.log -- tritonserver")
+    assert "--log-verbose=1" in args and "--log-file" not in args
     assert "mode=opentelemetry" in args and "otel-collector:4318" in args
     assert any(v.startswith("triton-logs:") for v in SERVICES["triton-obs"]["volumes"])
 
