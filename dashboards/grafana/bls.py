@@ -29,10 +29,11 @@ EDGE = 'job=~"$job",instance=~"$instance",parent=~"$model"'
 
 
 def tempo_explore_url(traceql: str) -> str:
-    """An Explore link into the provisioned Tempo datasource (uid ``tempo``): metrics carry no
-    trace ids, so the link searches the spans the library exports instead."""
+    """An Explore link into the Tempo datasource the dashboard's ``tempo`` variable picks
+    (any uid): metrics carry no trace ids, so the link searches the spans the library exports
+    instead."""
     left = {
-        "datasource": "tempo",
+        "datasource": "${tempo}",
         "queries": [{"refId": "A", "queryType": "traceql", "query": traceql}],
         "range": {"from": "${__from}", "to": "${__to}"},
     }

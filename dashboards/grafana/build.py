@@ -102,7 +102,7 @@ def bls_pipelines() -> dashboard.Dashboard:
             "model",
         ),
         [bls.calls_row(), bls.capacity_row(), bls.errors_row(), bls.streams_row()],
-    )
+    ).with_variable(dashboard.DatasourceVariable("tempo").label("Traces").type("tempo"))
 
 
 def findings_dashboard() -> dashboard.Dashboard:

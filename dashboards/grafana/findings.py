@@ -131,6 +131,27 @@ def collector_row() -> list[dashboard.Row | object]:
             span=4,
         ),
         timeseries_panel(
+            "watch's memory",
+            "Resident memory of the watch process (its live window is bounded; a rise that "
+            "never levels off is a leak).",
+            [query(f"process_resident_memory_bytes{{{SRV}}}", "{{instance}}")],
+            unit="bytes",
+            span=4,
+        ),
+        timeseries_panel(
+            "watch's CPU",
+            "Share of one core the watch process uses.",
+            [query(f"rate(process_cpu_seconds_total{{{SRV}}}[$__rate_interval])", "{{instance}}")],
+            unit="percentunit",
+            span=4,
+        ),
+        table_panel(
+            "watch versions",
+            "Which triton-observability version each watch runs.",
+            f"triton_obs_build_info{{{SRV}}}",
+            span=8,
+        ),
+        timeseries_panel(
             "Signals the detectors have",
             "1: read in the last window; 0: missing (no verbose log, no /metrics, no in-model "
             "library...), and the kinds that need it cannot be seen; 0.5: request ids on some "

@@ -9,7 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Info,
+    ProcessCollector,
+    start_http_server,
+)
 
 from collectors.base import Batch, Health
 from observability.events import ScrapeStatus
@@ -24,6 +31,12 @@ class SelfMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        # What every Prometheus exporter serves: the process (CPU, memory, open files) and
+        # the build, so a dashboard can tell which version of watch produced the findings.
+        ProcessCollector(registry=r)
+        Info("triton_obs_build", "The triton-observability version running", registry=r).info(
+            {"version": _version()}
+        )
         self.log_lines_read = Counter(
             "triton_obs_log_lines_read", "Verbose-log lines read by the collector", registry=r
         )
@@ -103,3 +116,10 @@ def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:
     if not is_loopback(host):
         log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, bound)
     return bound
+
+
+def _version() -> str:
+    from observability import __version__
+
+    return str(__version__)
+

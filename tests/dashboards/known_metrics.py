@@ -50,6 +50,8 @@ def watch_names() -> set[str]:
             names.update({family.name + "_total", family.name + "_created"})
         elif family.type in ("histogram", "summary"):
             names.update(family.name + s for s in ("_bucket", "_sum", "_count", "_created"))
+        elif family.type == "info":
+            names.add(family.name + "_info")
         else:
             names.add(family.name)
     return names
