@@ -122,4 +122,3 @@ def _version() -> str:
     from observability import __version__
 
     return str(__version__)
-
