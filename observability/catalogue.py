@@ -274,7 +274,7 @@ CATALOGUE: tuple[Pathology, ...] = (
         "CallbackErrorDetector",
         "TritonBlsCallbackErrors",
         "bls.rules.yml",
-        ("triton_obs_bls_callback_errors",),
+        ("triton_obs_bls_callback_errors_total",),
         (
             Fault(
                 "callback",

@@ -3,7 +3,7 @@ executor wait, hung calls, callback errors and dropped spans.
 
 These series come from the in-model library on Triton's own /metrics (pb_utils counters, no
 ``_total``). Their ``instance`` label is the model instance; Prometheus keeps the target's
-``instance`` and renames the library's to ``exported_instance``.
+``instance`` and renames the library's to ``model_instance``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def tempo_explore_url(traceql: str) -> str:
 
 
 def calls_row() -> list[dashboard.Row | object]:
-    calls = f"rate(triton_obs_bls_calls{{{EDGE}}}[{RATE}])"
+    calls = f"rate(triton_obs_bls_calls_total{{{EDGE}}}[{RATE}])"
     return [
         dashboard.Row("BLS calls"),
         stat_panel(
@@ -55,7 +55,7 @@ def calls_row() -> list[dashboard.Row | object]:
             "Share of BLS calls whose outcome is not ok (error, exception, cancelled).",
             # `or vector(0)`: while every call succeeds no non-ok series exists at all, and
             # the share must read 0 %, not "No data" (seen on the live demo).
-            f'(sum(rate(triton_obs_bls_calls{{{EDGE},outcome!="ok"}}[{RATE}])) or vector(0))'
+            f'(sum(rate(triton_obs_bls_calls_total{{{EDGE},outcome!="ok"}}[{RATE}])) or vector(0))'
             f" / sum({calls})",
             unit="percentunit",
         ),
@@ -67,11 +67,11 @@ def calls_row() -> list[dashboard.Row | object]:
         stat_panel(
             "Callback errors (range)",
             "Exceptions in callbacks and tasks over the time range.",
-            f"sum(increase(triton_obs_bls_callback_errors{{{SEL}}}[$__range]))",
+            f"sum(increase(triton_obs_bls_callback_errors_total{{{SEL}}}[$__range]))",
         ),
         timeseries_panel(
             "Calls/s by parent -> child and outcome",
-            "rate(triton_obs_bls_calls): one series per edge of the pipeline and outcome.",
+            "rate(triton_obs_bls_calls_total): one series per edge of the pipeline and outcome.",
             [
                 query(
                     f"sum by (parent, child, outcome) ({calls})",
@@ -94,17 +94,17 @@ def capacity_row() -> list[dashboard.Row | object]:
             "= thread-pool exhaustion.",
             [
                 query(
-                    f"sum by (model, exported_instance) (triton_obs_bls_inflight{{{SEL}}})",
-                    "in flight {{exported_instance}}",
+                    f"sum by (model, model_instance) (triton_obs_bls_inflight{{{SEL}}})",
+                    "in flight {{model_instance}}",
                 ),
                 query(
-                    f"max by (model, exported_instance) (triton_obs_bls_inflight_peak{{{SEL}}})",
-                    "peak {{exported_instance}}",
+                    f"max by (model, model_instance) (triton_obs_bls_inflight_peak{{{SEL}}})",
+                    "peak {{model_instance}}",
                 ),
                 query(
-                    f"min by (model, exported_instance, pool) "
+                    f"min by (model, model_instance, pool) "
                     f"(triton_obs_bls_thread_pool_capacity{{{SEL}}})",
-                    "capacity {{pool}} {{exported_instance}}",
+                    "capacity {{pool}} {{model_instance}}",
                 ),
             ],
         ),
@@ -118,8 +118,8 @@ def capacity_row() -> list[dashboard.Row | object]:
                     "waiting {{model}}",
                 ),
                 query(
-                    f"sum by (model) (rate(triton_obs_bls_executor_wait_seconds{{{SEL}}}"
-                    f"[{RATE}])) / sum by (model) (rate(triton_obs_bls_executor_waits"
+                    f"sum by (model) (rate(triton_obs_bls_executor_wait_seconds_total{{{SEL}}}"
+                    f"[{RATE}])) / sum by (model) (rate(triton_obs_bls_executor_waits_total"
                     f"{{{SEL}}}[{RATE}]))",
                     "mean wait (s) {{model}}",
                 ),
@@ -139,7 +139,8 @@ def errors_row() -> list[dashboard.Row | object]:
                 "hung {{parent}} -> {{child}}",
             ),
             query(
-                f"sum by (parent, child) (increase(triton_obs_bls_hung_calls{{{EDGE}}}[{RATE}]))",
+                "sum by (parent, child) "
+                f"(increase(triton_obs_bls_hung_calls_total{{{EDGE}}}[{RATE}]))",
                 "newly hung {{parent}} -> {{child}}",
             ),
         ],
@@ -155,10 +156,10 @@ def errors_row() -> list[dashboard.Row | object]:
         hung,
         timeseries_panel(
             "Callback and task errors",
-            "increase(triton_obs_bls_callback_errors) by kind (callback, task, asyncio).",
+            "increase(triton_obs_bls_callback_errors_total) by kind (callback, task, asyncio).",
             [
                 query(
-                    f"sum by (model, kind) (increase(triton_obs_bls_callback_errors{{{SEL}}}"
+                    f"sum by (model, kind) (increase(triton_obs_bls_callback_errors_total{{{SEL}}}"
                     f"[{RATE}]))",
                     "{{model}} {{kind}}",
                 )
@@ -170,7 +171,8 @@ def errors_row() -> list[dashboard.Row | object]:
             "collector is slow; export_failed: it is down. The model never waits on it.",
             [
                 query(
-                    f"sum by (model, reason) (rate(triton_obs_bls_dropped_spans{{{SEL}}}[{RATE}]))",
+                    "sum by (model, reason) "
+                    f"(rate(triton_obs_bls_dropped_spans_total{{{SEL}}}[{RATE}]))",
                     "{{model}} {{reason}}",
                 )
             ],

@@ -31,7 +31,7 @@ def _name(fn: Any) -> str:
 
 
 def _record(inst: Instrumenter, span: SpanRecord | None, exc: BaseException, kind: str) -> None:
-    inst.metrics.add("triton_obs_bls_callback_errors", inst.metrics.own(kind))
+    inst.metrics.add("triton_obs_bls_callback_errors_total", inst.metrics.own(kind))
     if span is not None:
         span.record_exception(exc)
         span.error = f"{type(exc).__name__}: {exc}"

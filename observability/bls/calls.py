@@ -258,8 +258,8 @@ class Instrumenter:
         m = self.metrics
         m.add_call(call.child, outcome)
         if wait_s is not None:
-            m.add("triton_obs_bls_executor_wait_seconds", m.own(), wait_s)
-            m.add("triton_obs_bls_executor_waits", m.own())
+            m.add("triton_obs_bls_executor_wait_seconds_total", m.own(), wait_s)
+            m.add("triton_obs_bls_executor_waits_total", m.own())
         span = call.span
         if span is None:
             return
@@ -346,7 +346,7 @@ class Instrumenter:
     # -- hung calls and metrics (the watchdog's thread) -----------------------------------
     def _report_hung(self, call: Call, age_s: float) -> None:
         m = self.metrics
-        m.add("triton_obs_bls_hung_calls", m.edge(call.child))
+        m.add("triton_obs_bls_hung_calls_total", m.edge(call.child))
         self._hung_children.add(call.child)
         if self.queue is not None:
             # Always exported, even when the call itself was sampled out: its ids are real.
@@ -430,7 +430,7 @@ class Instrumenter:
         self.publisher.close()
 
     def on_drop(self, reason: str, n: int) -> None:
-        self.metrics.add("triton_obs_bls_dropped_spans", self.metrics.own(reason), float(n))
+        self.metrics.add("triton_obs_bls_dropped_spans_total", self.metrics.own(reason), float(n))
 
 
 class ResponseStream:

@@ -2,9 +2,12 @@
 
 Why local counting: every ``pb_utils`` metric operation is a blocking round trip from the stub
 to the Triton process, far too slow for each BLS call; so calls only bump Python dicts and the
-watchdog thread pushes the deltas about once a second. Why an ``instance`` label everywhere:
-all instances of a model share a metric family in Triton, and a label set shared by two stubs
-would be one series that the first stub to finalize deletes for everyone.
+watchdog thread pushes the deltas about once a second. Why a ``model_instance`` label
+everywhere: all instances of a model share a metric family in Triton, and a label set shared
+by two stubs would be one series that the first stub to finalize deletes for everyone. Not
+``instance``: Prometheus keeps that name for the scrape target (and renames ours
+``exported_instance``). Counters end in ``_total`` on the wire, as Prometheus's conventions
+ask (Triton writes the name it is given).
 """
 
 from __future__ import annotations
@@ -35,93 +38,93 @@ class MetricSpec:
 
 CATALOGUE: tuple[MetricSpec, ...] = (
     MetricSpec(
-        "triton_obs_bls_calls",
+        "triton_obs_bls_calls_total",
         "COUNTER",
-        ("parent", "instance", "child", "outcome"),
+        ("parent", "model_instance", "child", "outcome"),
         "BLS calls finished, by parent->child edge and outcome (ok|error|exception|cancelled)",
     ),
     MetricSpec(
         "triton_obs_bls_inflight",
         "GAUGE",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "BLS calls in flight in this instance (waiting for or holding an executor thread)",
     ),
     MetricSpec(
         "triton_obs_bls_inflight_peak",
         "GAUGE",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Most BLS calls ever in flight at once in this instance (survives short bursts)",
     ),
     MetricSpec(
         "triton_obs_bls_executor_waiting",
         "GAUGE",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "async_exec calls queued for an asyncio executor thread right now",
     ),
     MetricSpec(
-        "triton_obs_bls_executor_wait_seconds",
+        "triton_obs_bls_executor_wait_seconds_total",
         "COUNTER",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Total seconds async_exec calls waited for an asyncio executor thread",
     ),
     MetricSpec(
-        "triton_obs_bls_executor_waits",
+        "triton_obs_bls_executor_waits_total",
         "COUNTER",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "async_exec calls whose executor wait was measured (divide the seconds by this)",
     ),
     MetricSpec(
         "triton_obs_bls_thread_pool_capacity",
         "GAUGE",
-        ("model", "instance", "pool"),
+        ("model", "model_instance", "pool"),
         "Threads BLS calls can hold: pool=python_backend (thread-pool-size) or asyncio_executor",
     ),
     MetricSpec(
         "triton_obs_bls_hung",
         "GAUGE",
-        ("parent", "instance", "child"),
+        ("parent", "model_instance", "child"),
         "BLS calls in flight past the deadline right now",
     ),
     MetricSpec(
-        "triton_obs_bls_hung_calls",
+        "triton_obs_bls_hung_calls_total",
         "COUNTER",
-        ("parent", "instance", "child"),
+        ("parent", "model_instance", "child"),
         "BLS calls that were ever reported hung",
     ),
     MetricSpec(
         "triton_obs_bls_streams_open",
         "GAUGE",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Decoupled response streams open (no final flag sent yet) in this instance",
     ),
     MetricSpec(
         "triton_obs_bls_streams_stalled",
         "GAUGE",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Open decoupled streams that sent nothing for longer than the stall deadline, now",
     ),
     MetricSpec(
         "triton_obs_bls_streams_stalled_total",
         "COUNTER",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Stalls of decoupled streams ever reported (a stream that stalls twice counts twice)",
     ),
     MetricSpec(
         "triton_obs_bls_stream_responses_total",
         "COUNTER",
-        ("model", "instance"),
+        ("model", "model_instance"),
         "Responses sent through tracked decoupled streams (the final-flag-only send excluded)",
     ),
     MetricSpec(
-        "triton_obs_bls_callback_errors",
+        "triton_obs_bls_callback_errors_total",
         "COUNTER",
-        ("model", "instance", "kind"),
+        ("model", "model_instance", "kind"),
         "Exceptions raised by callbacks and tasks (kind=callback|task|asyncio)",
     ),
     MetricSpec(
-        "triton_obs_bls_dropped_spans",
+        "triton_obs_bls_dropped_spans_total",
         "COUNTER",
-        ("model", "instance", "reason"),
+        ("model", "model_instance", "reason"),
         "Spans not exported (reason=queue_full|export_failed|shutdown)",
     ),
 )
@@ -146,10 +149,10 @@ class BlsMetrics:
             self.counters[key] = self.counters.get(key, 0.0) + value
 
     def add_call(self, child: str, outcome: str) -> None:
-        """``triton_obs_bls_calls`` + 1: :meth:`add` without building the key on every call."""
+        """``triton_obs_bls_calls_total`` + 1: :meth:`add` without building its key each call."""
         key = self._call_keys.get((child, outcome))
         if key is None:
-            key = ("triton_obs_bls_calls", self.edge(child, outcome))
+            key = ("triton_obs_bls_calls_total", self.edge(child, outcome))
             if key[1][2] == child:  # cache admitted children only: the cache stays bounded
                 self._call_keys[(child, outcome)] = key
         with self._lock:

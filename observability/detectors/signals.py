@@ -33,7 +33,7 @@ _SUCCESS = "nv_inference_request_success"
 _LIBRARY_SERIES = (
     "triton_obs_bls_thread_pool_capacity",
     "triton_obs_bls_calls_total",
-    "triton_obs_bls_calls",
+    "triton_obs_bls_calls",  # before 0.2
 )
 _LIBRARY_LINE = "triton-obs bls:"
 _UNKNOWN_ID = "<id_unknown>"

@@ -316,7 +316,7 @@ def _gauge(window: Window) -> dict[str, tuple[float, int, str, Evidence]]:
             last[(target, model)] = (at_ns, {})
             seen = last[(target, model)]
         if at_ns == seen[0]:
-            seen[1][sample.label("instance") or sample.label("model_instance")] = sample.value
+            seen[1][sample.label("model_instance") or sample.label("instance")] = sample.value
     out: dict[str, tuple[float, int, str, Evidence]] = {}
     for (target, model), (at_ns, per_instance) in last.items():
         value = sum(per_instance.values())

@@ -45,8 +45,12 @@ from observability.rates import increase
 
 __all__ = ["FanOut", "ThreadPoolExhaustion", "fan_outs"]
 
-WAIT_SECONDS = "triton_obs_bls_executor_wait_seconds"
-WAITS = "triton_obs_bls_executor_waits"
+WAIT_SECONDS = (
+    "triton_obs_bls_executor_wait_seconds_total",
+    "triton_obs_bls_executor_wait_seconds",
+)
+WAITS = ("triton_obs_bls_executor_waits_total", "triton_obs_bls_executor_waits")
+"""Today's name first; before 0.2 the counters had no ``_total`` (recordings keep it)."""
 CAPACITY = "triton_obs_bls_thread_pool_capacity"
 PEAK = "triton_obs_bls_inflight_peak"
 
@@ -362,16 +366,16 @@ class ThreadPoolExhaustion:
         waits: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
         calls: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
         last_at: dict[tuple[str, str], int] = {}
-        for name, into in ((WAIT_SECONDS, waits), (WAITS, calls)):
-            for _target, at, s in window.samples(name):
-                key = (s.label("model"), s.label("instance"))
+        for names, into in ((WAIT_SECONDS, waits), (WAITS, calls)):
+            for _target, at, s in (row for name in names for row in window.samples(name)):
+                key = (s.label("model"), _instance(s))
                 into[key].append((at / 1e9, s.value))
                 last_at[key] = at
         capacity: dict[tuple[str, str], float] = {}
         peak: dict[tuple[str, str], float] = {}
         for name, gauge, pick in ((CAPACITY, capacity, min), (PEAK, peak, max)):
             for _target, _at, s in window.samples(name):
-                key = (s.label("model"), s.label("instance"))
+                key = (s.label("model"), _instance(s))
                 gauge[key] = pick(gauge.get(key, s.value), s.value)
         out: dict[str, list[Evidence]] = defaultdict(list)
         for key, points in waits.items():
@@ -395,3 +399,8 @@ class ThreadPoolExhaustion:
                 )
             )
         return out
+
+
+def _instance(sample: ev.MetricSample) -> str:
+    """The library's model-instance label (``instance`` before 0.2, as recordings keep it)."""
+    return sample.label("model_instance") or sample.label("instance")

@@ -37,7 +37,7 @@ def test_raising_done_callback_is_a_child_of_its_call(
     assert "KeyError" in cb.events[0][1]["exception.stacktrace"]
     assert "in deliver" in cb.events[0][1]["exception.stacktrace"]
     instrumented._publish()
-    assert FakePbUtils.value("triton_obs_bls_callback_errors", kind="callback") == 1
+    assert FakePbUtils.value("triton_obs_bls_callback_errors_total", kind="callback") == 1
 
 
 def test_swallowed_task_error_is_captured_when_it_happens(
@@ -60,7 +60,7 @@ def test_swallowed_task_error_is_captured_when_it_happens(
     assert call.parent_span_id == span.span_id  # BLS calls inside the task are its children
     assert "KeyError" in span.events[0][1]["exception.stacktrace"]
     instrumented._publish()
-    assert FakePbUtils.value("triton_obs_bls_callback_errors", kind="task") == 1
+    assert FakePbUtils.value("triton_obs_bls_callback_errors_total", kind="task") == 1
 
 
 def test_unwrapped_task_error_is_caught_by_the_loop_handler(

@@ -61,9 +61,12 @@ def test_sync_exec_span_attributes_and_counter(
     assert "stub died" in pre.events[0][1]["exception.stacktrace"]
     assert spans["bls detector"].resource["service.name"] == "router"
     _publish(instrumented)
-    assert FakePbUtils.value("triton_obs_bls_calls", child="detector", outcome="ok") == 1
-    assert FakePbUtils.value("triton_obs_bls_calls", child="classifier", outcome="error") == 1
-    assert FakePbUtils.value("triton_obs_bls_calls", child="preprocess", outcome="exception") == 1
+    assert FakePbUtils.value("triton_obs_bls_calls_total", child="detector", outcome="ok") == 1
+    assert FakePbUtils.value("triton_obs_bls_calls_total", child="classifier", outcome="error") == 1
+    assert (
+        FakePbUtils.value("triton_obs_bls_calls_total", child="preprocess", outcome="exception")
+        == 1
+    )
     assert FakePbUtils.value("triton_obs_bls_thread_pool_capacity", pool="python_backend") == 32
 
 
@@ -83,7 +86,7 @@ def test_async_exec_records_executor_wait_and_parents_on_triton_trace(
     assert {s.parent_span_id for s in spans} == {"b7ad6b7169203331"}
     assert all(s.attributes["triton.bls.executor_wait_s"] >= 0 for s in spans)
     _publish(instrumented)
-    assert FakePbUtils.value("triton_obs_bls_executor_waits") == 8
+    assert FakePbUtils.value("triton_obs_bls_executor_waits_total") == 8
     assert FakePbUtils.value("triton_obs_bls_inflight_peak") >= 1
     assert FakePbUtils.value("triton_obs_bls_inflight") == 0
 
@@ -128,7 +131,7 @@ def test_sampled_out_calls_still_count(receiver: OtlpReceiver) -> None:
     try:
         bls.exec(FakeRequest("router", "z"), FakeRequest("detector", "z.d"))
         bls.active()._publish()
-        assert FakePbUtils.value("triton_obs_bls_calls", parent="m", child="detector") == 1
+        assert FakePbUtils.value("triton_obs_bls_calls_total", parent="m", child="detector") == 1
     finally:
         bls.shutdown()
     assert receiver.wait_for(lambda s: s.name == "bls detector", timeout_s=0.3) == []

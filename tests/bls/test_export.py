@@ -38,10 +38,10 @@ def test_endpoint_down_every_call_succeeds_and_drops_are_counted() -> None:
         inst = bls.active()
         bls.shutdown(2.0)
     dropped = sum(
-        v for (name, _), v in inst.metrics.counters.items() if name.endswith("dropped_spans")
+        v for (name, _), v in inst.metrics.counters.items() if name.endswith("dropped_spans_total")
     )
     assert dropped == 50
-    assert FakePbUtils.value("triton_obs_bls_dropped_spans", model="m") == 50
+    assert FakePbUtils.value("triton_obs_bls_dropped_spans_total", model="m") == 50
 
 
 def test_stalled_endpoint_fills_the_queue_not_the_model() -> None:
@@ -58,7 +58,7 @@ def test_stalled_endpoint_fills_the_queue_not_the_model() -> None:
         for i in range(200):
             bls.exec(FakeRequest("router", "s"), FakeRequest("detector", f"s.{i}"))
         full = inst.metrics.counters.get(
-            ("triton_obs_bls_dropped_spans", ("s", "unknown", "queue_full"))
+            ("triton_obs_bls_dropped_spans_total", ("s", "unknown", "queue_full"))
         )
         bls.shutdown(1.0)
     assert full is not None and full >= 200 - 16 - 8

@@ -30,7 +30,7 @@ def test_hung_call_reported_while_hung_then_at_end(
         assert "wait" in attrs["triton.bls.stack"]  # the blocked thread's stack
         instrumented._publish()
         assert FakePbUtils.value("triton_obs_bls_hung", child="detector") == 1
-        assert FakePbUtils.value("triton_obs_bls_hung_calls", child="detector") == 1
+        assert FakePbUtils.value("triton_obs_bls_hung_calls_total", child="detector") == 1
     finally:
         release.set()
         worker.join(5)

@@ -159,7 +159,7 @@ def test_hung_child_reported_while_still_hung(lab: TritonLab, receiver: OtlpRece
     assert a["triton.bls.parent.request_id"] == "bls-hang"
     assert DEADLINE_S <= a["triton.bls.age_s"] <= DEADLINE_S + 1.0
     assert "_call" in a["triton.bls.stack"]  # the awaiting coroutine in router/model.py
-    assert metric(lab, "triton_obs_bls_hung_calls", parent="router", child="detector") >= 1
+    assert metric(lab, "triton_obs_bls_hung_calls_total", parent="router", child="detector") >= 1
     (call,) = receiver.wait_for(
         lambda s: (
             s.name == "bls detector"
@@ -185,7 +185,9 @@ def test_raising_callback_and_swallowed_task_reported(
     (found,) = receiver.wait_for(lambda s: s.name.startswith(span) and s.trace_id == root.trace_id)
     stack = found.events[0][1]["exception.stacktrace"]
     assert "KeyError: 'LOGITS'" in stack and "router/1/model.py" in stack
-    assert poll(lambda: metric(lab, "triton_obs_bls_callback_errors", model="router", kind=kind))
+    assert poll(
+        lambda: metric(lab, "triton_obs_bls_callback_errors_total", model="router", kind=kind)
+    )
 
 
 def test_thread_pool_pressure_on_tritons_metrics(lab: TritonLab) -> None:
@@ -207,10 +209,14 @@ def test_thread_pool_pressure_on_tritons_metrics(lab: TritonLab) -> None:
         metric(lab, "triton_obs_bls_thread_pool_capacity", model="router", pool="python_backend")
         == 64
     )  # 2 instances x 32
-    assert poll(lambda: metric(lab, "triton_obs_bls_executor_wait_seconds", model="router") > 0)
+    assert poll(
+        lambda: metric(lab, "triton_obs_bls_executor_wait_seconds_total", model="router") > 0
+    )
     assert poll(  # the counters reach /metrics at the exporter's next flush
         lambda: (
-            metric(lab, "triton_obs_bls_calls", parent="router", child="detector", outcome="ok")
+            metric(
+                lab, "triton_obs_bls_calls_total", parent="router", child="detector", outcome="ok"
+            )
             >= 64
         )
     )
@@ -233,6 +239,8 @@ def test_exporter_down_every_request_succeeds(lab_factory, tmp_path_factory) -> 
     try:
         outcomes: list[Outcome] = [infer(down, "router", f"down-{i}") for i in range(20)]
         assert all(o.status is Status.OK for o in outcomes), [o.error for o in outcomes]
-        assert poll(lambda: metric(down, "triton_obs_bls_dropped_spans", model="router") >= 20, 20)
+        assert poll(
+            lambda: metric(down, "triton_obs_bls_dropped_spans_total", model="router") >= 20, 20
+        )
     finally:
         down.stop()

@@ -2,7 +2,7 @@
 
 Why a real server and not promtool: promtool's unit tests prove the rules' logic on series we
 invent; only a Prometheus scraping a real Triton and a real ``triton-obs watch`` proves that
-the names, labels (``exported_instance``!), job names and units we wrote are the ones that
+the names, labels (``model_instance``!), job names and units we wrote are the ones that
 arrive, and that Grafana's variable queries resolve.
 """
 

@@ -48,7 +48,7 @@ def test_known_names_come_from_all_three_sources() -> None:
         "nv_inference_request_success" in known
         and "nv_inference_request_success_total" not in known
     )  # Triton counters have no _total
-    assert "triton_obs_bls_calls" in known
+    assert "triton_obs_bls_calls_total" in known
     assert {"triton_obs_findings", "triton_obs_log_lines_read_total"} <= watch_names()
     assert "nv_inference_first_response_histogram_ms_bucket" in triton_names()
 

@@ -8,7 +8,7 @@ fixture, then torn down, so the tests below only read results.
 
 Why real servers: promtool and the catalogue linter prove our logic against series we wrote
 ourselves; only a live scrape proves the names, labels and jobs that really arrive (2.51's
-missing families, the ``instance`` label Prometheus renames to ``exported_instance``, ...).
+missing families, the ``instance`` label Prometheus renames to ``model_instance``, ...).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class LiveRun:
 
 def _dead_endpoint() -> socket.socket:
     """A loopback port bound but never listening: connections are refused at once, so the
-    in-model library's span exports fail and count ``triton_obs_bls_dropped_spans`` (a
+    in-model library's span exports fail and count ``triton_obs_bls_dropped_spans_total`` (a
     trace backend that is down). Held for the run so no other process can take it."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -337,7 +337,7 @@ def test_every_name_used_exists_on_a_live_scrape(faulty: LiveRun) -> None:
     # The allow-lists hold only what is really absent: a family that appears leaves them.
     assert not (set(ABSENT_ON_CPU_251) & faulty.triton_scrape)
     assert not (set(NO_FAULT_INJECTED) & faulty.watch_scrape)
-    assert {"triton_obs_bls_calls", "triton_obs_bls_hung"} <= faulty.triton_scrape
+    assert {"triton_obs_bls_calls_total", "triton_obs_bls_hung"} <= faulty.triton_scrape
 
 
 # -- 2. every panel query returns data -----------------------------------------------------

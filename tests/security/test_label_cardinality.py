@@ -73,7 +73,7 @@ WATCH_DESIGN_MAX = (MAX_MODELS + 1) * (len(KINDS) * SEVERITIES + PER_MODEL_GAUGE
 WATCH_DESIGN_MAX += SELF_METRICS_MAX + SIGNAL_GAUGES
 
 _BLS_LABEL_VALUES = {
-    "parent": 1, "model": 1, "instance": 1,  # the instance's own model and instance
+    "parent": 1, "model": 1, "model_instance": 1,  # the instance's own model and instance
     "child": MAX_CHILDREN + 1,  # admitted children and "other"
     "outcome": 4, "pool": 2, "kind": 3, "reason": 3,
 }  # fmt: skip

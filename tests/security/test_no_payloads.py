@@ -125,7 +125,7 @@ def test_our_logs_and_metrics_pages_carry_no_payload(security_run: SecurityRun) 
     ):
         assert text or name == "collect stderr", name
         assert not leaks(run.marker, text.encode()), (name, leaks(run.marker, text.encode()))
-    assert "triton_obs_bls_calls" in run.triton_metrics
+    assert "triton_obs_bls_calls_total" in run.triton_metrics
     assert "triton_obs_otlp_spans_received_total" in run.collect_metrics
 
 

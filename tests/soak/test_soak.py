@@ -187,12 +187,12 @@ class Soak:
         assert self.collector is not None
         name = "collector_sigkill" if down_s < 1 else "collector_sigkill_otlp_down"
         w = self.window(name)
-        dropped_before = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans")
+        dropped_before = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans_total")
         self.collector.kill()
         time.sleep(down_s)
         if down_s >= 1:
             answered = self._answered_since(w.start)
-            dropped = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans")
+            dropped = _metric(self.lab.metrics_url, "triton_obs_bls_dropped_spans_total")
             fact = {
                 "seconds": down_s,
                 "spans_dropped": dropped - dropped_before,
