@@ -109,21 +109,29 @@ def capacity_row() -> list[dashboard.Row | object]:
             ],
         ),
         timeseries_panel(
-            "Executor: waiting now and mean wait",
-            "async_exec calls queued for an asyncio executor thread, and the mean wait "
-            "(rate of wait seconds / rate of measured waits).",
+            "Executor: calls waiting now",
+            "async_exec calls queued for an asyncio executor thread.",
             [
                 query(
                     f"sum by (model) (triton_obs_bls_executor_waiting{{{SEL}}})",
                     "waiting {{model}}",
                 ),
+            ],
+            span=6,
+        ),
+        timeseries_panel(
+            "Executor: mean wait",
+            "Rate of wait seconds over rate of measured waits: how long a call waits for a thread.",
+            [
                 query(
                     f"sum by (model) (rate(triton_obs_bls_executor_wait_seconds_total{{{SEL}}}"
                     f"[{RATE}])) / sum by (model) (rate(triton_obs_bls_executor_waits_total"
                     f"{{{SEL}}}[{RATE}]))",
-                    "mean wait (s) {{model}}",
+                    "mean wait {{model}}",
                 ),
             ],
+            unit="s",
+            span=6,
         ),
     ]
 
@@ -203,20 +211,28 @@ def streams_row() -> list[dashboard.Row | object]:
             ],
         ),
         timeseries_panel(
-            "Stream responses/s and new stalls",
-            "Responses sent through tracked streams per second, and stalls newly reported in "
-            "each window.",
+            "Stream responses/s",
+            "Responses sent through tracked streams per second.",
             [
                 query(
                     f"sum by (model) (rate(triton_obs_bls_stream_responses_total{{{SEL}}}"
                     f"[{RATE}]))",
-                    "responses/s {{model}}",
+                    "{{model}}",
                 ),
+            ],
+            unit="reqps",
+            span=6,
+        ),
+        timeseries_panel(
+            "New stalls",
+            "Stalls newly reported in each window.",
+            [
                 query(
                     f"sum by (model) (increase(triton_obs_bls_streams_stalled_total{{{SEL}}}"
                     f"[{RATE}]))",
-                    "new stalls {{model}}",
+                    "{{model}}",
                 ),
             ],
+            span=6,
         ),
     ]
