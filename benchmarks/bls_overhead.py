@@ -8,7 +8,10 @@ costs ~nothing and only our work is measured). Modes: disabled (not set up), sam
 (``sample_ratio=0``), sampled (100%, exporting to a local OTLP receiver), and the p99 added
 latency of a call while the OTLP endpoint is stalled (accepts, never answers in time). The
 encoding moved to the export thread is reported beside the sampled mode
-(``bls_sampled_export_thread_cpu``, per span, informational) so that it is not hidden.
+(``bls_sampled_export_thread_cpu``, per span, informational) so that it is not hidden. Beside
+them, on the same machine in the same process, the opentelemetry-sdk doing the same job (a
+span per call with the same attributes, ``BatchSpanProcessor`` and its OTLP/HTTP exporter to
+the same receiver): ``otel_sdk_added_cpu``, whose ``ratio`` is the SDK's cost over ours.
 
 Run: ``python benchmarks/bls_overhead.py``. Prints JSON lines
 ``{"bench", "value", "unit", "baseline", "ratio"}``.
@@ -68,6 +71,34 @@ def _stalled_endpoint() -> tuple[socket.socket, str]:
     return sock, f"http://127.0.0.1:{sock.getsockname()[1]}/v1/traces"
 
 
+def _sdk_traced(
+    endpoint: str, parent: FakeRequest, child: FakeRequest
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The same call as a span of the opentelemetry-sdk, exported the SDK's way."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "router"}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), max_queue_size=65536)
+    )
+    tracer = provider.get_tracer("bench")
+    attrs = {
+        "triton.bls.parent.model": "router",
+        "triton.bls.child.model": "detector",
+        "triton.bls.parent.request_id": parent.request_id(),
+        "triton.bls.child.request_id": child.request_id(),
+    }
+
+    def call() -> object:
+        with tracer.start_as_current_span("bls detector", attributes=attrs):
+            return child.exec()
+
+    return call, provider.shutdown
+
+
 def main() -> None:
     parent = FakeRequest("router", "bench")
     child = FakeRequest("detector", "bench.detector")
@@ -92,6 +123,7 @@ def main() -> None:
         )
         ours, base = _paired(traced, plain)
         _emit("bls_sampled_added_cpu", ours - base, "us/call", base)
+        sampled = ours - base
         queue = inst.queue if inst is not None else None
         if queue is not None and queue.force_flush(30.0) and queue.exported:
             # Not a floor: the export thread's CPU per span (OTLP encoding + HTTP), which
@@ -99,6 +131,10 @@ def main() -> None:
             _emit("bls_sampled_export_thread_cpu", queue.export_cpu_s / queue.exported * 1e6,
                   "us/span", base)  # fmt: skip
         bls.shutdown(5.0)
+        sdk_call, sdk_shutdown = _sdk_traced(rx.endpoint, parent, child)
+        sdk, base = _paired(sdk_call, plain)
+        sdk_shutdown()  # before the receiver goes: its exporter would retry for seconds
+        _emit("otel_sdk_added_cpu", sdk - base, "us/call", sampled)
 
     sock, endpoint = _stalled_endpoint()
     try:
