@@ -469,6 +469,6 @@ def test_triton_bls_metrics_after_real_traffic_carry_no_request_ids(security_run
     assert not any(rid in v for rid in security_run.request_ids for v in values)
     children = {labels["child"] for _, labels in series if "child" in labels}
     assert children and children <= set(DEMO_MODELS), children
-    instances = {(labels.get("model") or labels.get("parent"), labels["instance"])
+    instances = {(labels.get("model") or labels.get("parent"), labels["model_instance"])
                  for _, labels in series}  # fmt: skip
     assert len(series) <= len(instances) * BLS_SERIES_PER_INSTANCE
