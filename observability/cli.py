@@ -724,6 +724,15 @@ def alerts_render(
 _mount_dashboards()
 
 
+def _mount_kubernetes() -> None:
+    from dashboards.kubernetes import app as kubernetes_app
+
+    app.add_typer(kubernetes_app, name="kubernetes", help="Kubernetes manifests (kustomize).")
+
+
+_mount_kubernetes()
+
+
 def _mount_triage() -> None:
     from dashboards.app_cli import triage
 
