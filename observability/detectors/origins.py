@@ -14,11 +14,13 @@ does say how the other two kinds of request arrive:
   on 2.51 *before* that ``released`` line as often as after it), or right after the
   ensemble's own ``prepared:`` line for its first step.
 
-A request that neither explains is issued from inside a running model: a BLS call. Only that
-conclusion is used (``waits.py`` lets such a request be a call of a stuck batch whose learned
-callees do not include its model); the others never remove a call the learning allowed, so a
-busy log, where releases are everywhere, can only leave a call unexplained-as-a-call, never
-invent one.
+A request that neither explains is issued from inside a running model: a BLS call. That
+conclusion lets ``waits.py`` take such a request for a call of a stuck batch whose learned
+callees do not include its model. The others remove a call the learning allowed in one case
+only: a request to the stuck batch's own model admitted right after it started (a possible
+self-call) that directly follows a frontend line is another client's request (a client's
+``prepared:`` follows its frontend line by microseconds). A busy log, where releases are
+everywhere, can otherwise only leave a call unexplained-as-a-call, never invent one.
 """
 
 from __future__ import annotations

@@ -16,9 +16,11 @@ Triton's own log shows it without any instrumentation. Each BLS child reaches Tr
   wait.
 
 The cap is inferred from the plateau (the host's cpu count is in no signal): 32 or more is the
-python backend pool, less is the asyncio executor. When the in-model instrumentation
-(``observability.bls``) publishes ``triton_obs_bls_*`` on Triton's /metrics, its executor
-wait counter and pool capacity gauge are used too.
+python backend pool, less is the asyncio executor or a pool the model made itself (a
+``ThreadPoolExecutor`` running synchronous ``exec()`` calls); under 5 it can only be the
+latter. When the in-model instrumentation (``observability.bls``) publishes
+``triton_obs_bls_*`` on Triton's /metrics, its executor wait counter and pool capacity gauge
+are used too.
 
 Without request ids the children are read from instance lifecycles (``instances.py``): a
 request to a model that the parent's model calls (``waits.callees``), admitted while a batch
@@ -284,7 +286,8 @@ class ThreadPoolExhaustion:
             "Cap the concurrent calls: wrap each async_exec in an asyncio.Semaphore sized "
             "below the pool (or issue them in bounded batches); if the host can take it, "
             "give the loop a larger executor in initialize() "
-            "(loop.set_default_executor(ThreadPoolExecutor(max_workers=N))) and raise "
+            "(loop.set_default_executor(ThreadPoolExecutor(max_workers=N))), or the model's "
+            "own ThreadPoolExecutor more max_workers, and raise "
             "--backend-config=python,thread-pool-size=N to match; or batch the children "
             "into fewer, larger requests (the child has dynamic batching for that)."
         )
@@ -304,12 +307,18 @@ class ThreadPoolExhaustion:
                 evidence=tuple(metric),
             )
         w = found[-1]
-        pool = (
-            f"the python backend's BLS thread pool (thread-pool-size, {w.plateau})"
-            if w.plateau >= self.python_pool_size
-            else f"asyncio's default executor (min(32, cpu+4) = {w.plateau} threads, "
-            f"so ~{max(1, w.plateau - 4)} cores)"
-        )
+        if w.plateau >= self.python_pool_size:
+            pool = f"the python backend's BLS thread pool (thread-pool-size, {w.plateau})"
+        elif w.plateau >= 5:
+            pool = (
+                f"asyncio's default executor (min(32, cpu+4) = {w.plateau} threads, "
+                f"so ~{w.plateau - 4} cores) or a thread pool of that size the model created"
+            )
+        else:  # asyncio's default executor has at least 5 threads (min(32, 1 + 4))
+            pool = (
+                f"a {w.plateau}-thread pool the model created (a ThreadPoolExecutor running "
+                "exec() or async_exec(): smaller than asyncio's default executor)"
+            )
         children = ", ".join(f"'{m}' x{n}" for m, n in w.child_models)
         main_child = w.child_models[0][0]
         who = f"Request {w.parent_id}" if w.parent_id else f"A request (no id) on {w.instance}"

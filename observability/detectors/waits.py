@@ -15,7 +15,8 @@ to its callees (any model while too few of its batches were seen), so a batch hu
 does not claim every request that queued anywhere since, unless the request is a BLS call by
 where it came from (``origins.py``: no frontend line and no ensemble step explains it): a
 call path only a fault takes is never seen in healthy batches. Requests queued for the caller's own
-model are its calls only when admitted right after it started (``_SELF_CALL_NS``) and no open
+model are its calls only when admitted right after it started (``_SELF_CALL_NS``), not right
+after a frontend line (``origins.py``: a client's request, whatever its id), and no open
 batch of a known caller of the model could have sent them: a self-call is never seen in healthy
 batches, and otherwise they are other clients (or other parents' calls) queued behind it.
 
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
-from observability.detectors.origins import CALL, origins
+from observability.detectors.origins import CALL, CLIENT, origins
 from observability.detectors.window import Window
 
 __all__ = ["Call", "Waits", "waits_of"]
@@ -176,6 +177,8 @@ def analyse(
             if req.model == parent.model:
                 if req.execution is not None or req.prepared_ns - parent.start_ns > _SELF_CALL_NS:
                     continue
+                if (origin or {}).get((req.prepared_ns, req.offset)) == CLIENT:
+                    continue  # its frontend line is right before it: another client's request
                 if any(
                     o.model in called_by.get(req.model, ()) and o.start_ns < req.prepared_ns
                     for o in long_open

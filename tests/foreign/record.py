@@ -3,9 +3,10 @@
     python -m tests.foreign.record OUT_DIR [scenario ...]
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
-repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``: not the demo's names, shapes or
-id conventions),
-runs a healthy load without request ids for the whole window, injects its fault while the
+repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``: not the demo's names,
+shapes or id conventions),
+runs a healthy load without request ids (or, where a scenario says so, with ids on every other
+request) for the whole window, injects its fault while the
 product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,7 +51,7 @@ class Injection:
 
     at_s: float
     count: int
-    params: dict[str, str | int]
+    params: Mapping[str, str | int | float]
     timeout_s: float
     what: str
     action: str = "request"
@@ -60,13 +62,15 @@ class Injection:
     repeat_s: float = 0.0
     """``request`` only: each of the ``count`` clients sends again as soon as it is answered,
     for this long (bounded by ``MAX_REQUESTS_PER_WORKER``): a surge of clients."""
+    request_ids: bool = False
+    """``request`` only: these clients set a request id (``fault-<client>-<n>``)."""
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm`` or ``recsys``."""
+    """``ocr``, ``llm``, ``recsys`` or ``asr``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -84,6 +88,13 @@ class Scenario:
     """The background clients start this long after the capture."""
     note: str = ""
     """Said at the end of PROVENANCE.md: why the expectation is what it is."""
+    ids: str = "none"
+    """``none``: the background clients send no request id; ``mixed``: they set one
+    (``c<client>-<n>``) on every other request."""
+    audio: str = "fixed"
+    """``asr`` only. ``fixed``: the background clients send 1600 frames; ``growing``: each
+    re-sends its whole utterance so far (800, 1600, ... 6400 frames, then a new utterance),
+    as a progressive-transcription client does."""
 
     @property
     def healthy(self) -> bool:
@@ -227,6 +238,208 @@ _RECSYS = (
     ),
 )
 
+_ENC_HANG: dict[str, str | int | float] = {"asr_fault": "enc_hang", "enc_hang_s": 300}
+
+_ASR = (
+    Scenario(
+        "asr_healthy",
+        "asr",
+        "the speech pipeline (sync-exec BLS router with its own thread pool, a dynamically "
+        "batched encoder in two instance groups, a decoupled beam decoder read through "
+        "exec(decoupled=True)) under a healthy id-less load, verbose log: the twin of every "
+        "asr_* fault",
+        (),
+    ),
+    Scenario(
+        "asr_healthy_quiet",
+        "asr",
+        "the speech pipeline under a healthy id-less load, without --log-verbose: the twin "
+        "of asr_encoder_hang_quiet",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "asr_healthy_mixed_ids",
+        "asr",
+        "the speech pipeline under a healthy load whose clients set a request id on every "
+        "other request and none on the others (BLS children carry none), verbose log",
+        (),
+        ids="mixed",
+    ),
+    Scenario(
+        "asr_healthy_growing",
+        "asr",
+        "the speech pipeline under a healthy id-less load of progressive-transcription "
+        "clients: each re-sends its whole utterance so far (1 to 8 chunks), so asr_router's "
+        "TOKENS [3k] and the number of encoder calls grow by one chunk per request and start "
+        "again at every new utterance, verbose log",
+        (),
+        audio="growing",
+    ),
+    Scenario(
+        "asr_encoder_hang",
+        "asr",
+        "one request whose first chunk's asr_encoder batch never returns (a stuck forward "
+        "pass): the router's synchronous exec() blocks in a thread of the router's own pool "
+        "and its execute waits on that future forever; the other router instance keeps "
+        "serving",
+        (("hung_request", "asr_router"),),
+        injections=(Injection(5, 1, _ENC_HANG, 60, "asr_encoder sleeps 300 s in execute"),),
+    ),
+    Scenario(
+        "asr_encoder_hang_ids",
+        "asr",
+        "asr_encoder_hang with mixed request ids: the background clients set an id on every "
+        "other request, the hung request carries one (`fault-0-0`), its BLS children none",
+        (("hung_request", "asr_router"),),
+        ids="mixed",
+        injections=(
+            Injection(5, 1, _ENC_HANG, 60, "asr_encoder sleeps 300 s in execute", request_ids=True),
+        ),
+    ),
+    Scenario(
+        "asr_encoder_hang_client_deadline",
+        "asr",
+        "asr_encoder_hang whose client gives up after 2 s (a gRPC deadline): Triton logs the "
+        "cancellation, but the python backend keeps the request executing, its router "
+        "instance blocked in exec() as before",
+        (("hung_request", "asr_router"),),
+        injections=(Injection(5, 1, _ENC_HANG, 2, "asr_encoder sleeps 300 s in execute"),),
+    ),
+    Scenario(
+        "asr_encoder_hang_bounded",
+        "asr",
+        "ROUTER_BLS_TIMEOUT_S=1: the router bounds its wait on the encoder futures (1 s, then "
+        "an error answer) while the pool thread stays in exec(). Three requests, 2 s apart, "
+        "whose first chunk's encoder batch sleeps 300 s: the three asr_encoder instances are "
+        "held one by one, every later encoder call queues, the router's 4 pool threads fill "
+        "with calls that never return, and from then on every request is answered an error "
+        "after 1 s (error answers count as successes on /metrics)",
+        (("hung_request", "asr_encoder"),),
+        env={"ROUTER_BLS_TIMEOUT_S": "1"},
+        injections=tuple(
+            Injection(at, 1, _ENC_HANG, 60, "asr_encoder sleeps 300 s in execute")
+            for at in (5, 7, 9)
+        ),
+    ),
+    Scenario(
+        "asr_encoder_hang_quiet",
+        "asr",
+        "without --log-verbose: two concurrent requests whose asr_encoder batch never returns "
+        "hold both asr_router instances (each blocked in a sync exec() on its own pool); the "
+        "healthy load queues at asr_router",
+        (("model_stalled", "asr_router"),),
+        log_verbose=0,
+        trace=False,
+        injections=(Injection(5, 2, _ENC_HANG, 60, "asr_encoder sleeps 300 s in execute"),),
+    ),
+    Scenario(
+        "asr_beam_stall",
+        "asr",
+        "one request whose decoupled asr_beam sends 2 of its 6 tokens and returns without "
+        "the final flag (the sender kept in a session table): the router's `for response in "
+        "exec(decoupled=True)` never ends and holds its instance",
+        (("hung_request", "asr_router"),),
+        injections=(
+            Injection(5, 1, {"asr_fault": "beam_stall"}, 60, "asr_beam stops after 2 tokens"),
+        ),
+    ),
+    Scenario(
+        "asr_beam_hang",
+        "asr",
+        "one request whose decoupled asr_beam (1 instance) sleeps 300 s in execute before its "
+        "first token: every later beam call queues behind it, so both asr_router instances "
+        "wait in `for response in exec(decoupled=True)` and the healthy load queues at the "
+        "router",
+        (("hung_request", "asr_router"),),
+        injections=(
+            Injection(5, 1, {"asr_fault": "beam_hang"}, 60, "asr_beam sleeps 300 s in execute"),
+        ),
+        note=(
+            "One hang, one alert: `hung_request` is reported for the stuck client request's "
+            "model (asr_router) and names the asr_beam batch it waits on, as in "
+            "ocr_backbone_hang; a stuck child is reported on its own only when its parent is "
+            "not itself hung (asr_encoder_hang_bounded)."
+        ),
+    ),
+    Scenario(
+        "asr_router_pool_exhaustion",
+        "asr",
+        "one request (a long recording) makes asr_router submit 48 synchronous exec() calls "
+        "to asr_encoder (60 ms per encoder batch) to the 4-thread pool the model created "
+        "itself: they run 4 at a time, in 12 waves",
+        (("thread_pool_exhaustion", "asr_router"),),
+        injections=(
+            Injection(
+                5, 1, {"asr_fault": "long", "enc_ms": 60}, 60, "48 sync exec() on a 4-thread pool"
+            ),
+        ),
+    ),
+    Scenario(
+        "asr_beam_callback_deadlock",
+        "asr",
+        "two concurrent requests whose decoupled asr_beam (1 instance) calls asr_router back "
+        "through a sync exec() (asr_router -> asr_beam -> asr_router) while both router "
+        "instances wait on beam streams: the call back never starts, the beam instance is "
+        "held, and the healthy load queues behind them",
+        (("bls_deadlock", "asr_router"),),
+        injections=(
+            Injection(5, 2, {"asr_fault": "beam_callback"}, 60, "asr_beam exec()s asr_router back"),
+        ),
+    ),
+    Scenario(
+        "asr_beam_callback_deadlock_ids",
+        "asr",
+        "asr_beam_callback_deadlock whose two faulty requests carry request ids (`fault-0-0`, "
+        "`fault-1-0`) while the background clients send none; the BLS children carry none",
+        (("bls_deadlock", "asr_router"),),
+        injections=(
+            Injection(
+                5,
+                2,
+                {"asr_fault": "beam_callback"},
+                60,
+                "asr_beam exec()s asr_router back",
+                request_ids=True,
+            ),
+        ),
+    ),
+    Scenario(
+        "asr_cancelled_keep_running",
+        "asr",
+        "3 more clients (with request ids; the background clients send none) send long "
+        "recordings that take asr_router 6 s each, with a 1.5 s gRPC deadline, and resend "
+        "as soon as they time out, for 15 s: Triton logs the cancellations but the python "
+        "backend runs every cancelled request to its end, so both router instances stay busy "
+        "with work nobody waits for while the queue grows",
+        (("instance_saturation", "asr_router"),),
+        injections=(
+            Injection(
+                5,
+                3,
+                {"asr_fault": "slow", "router_slow_s": 6},
+                1.5,
+                "6 s requests, client deadline 1.5 s, resent for 15 s",
+                repeat_s=15,
+                request_ids=True,
+            ),
+        ),
+    ),
+    Scenario(
+        "asr_state_doubling",
+        "asr",
+        "one request switches on a bug in asr_encoder: the instance(s) that encode its two "
+        "chunks concatenate their streaming context with itself on every request instead of "
+        "resetting it, so STATE [1, T, 4] doubles per request (dynamic batching) up to "
+        "8192 rows",
+        (("shape_growth", "asr_encoder"),),
+        injections=(
+            Injection(5, 1, {"asr_fault": "double"}, 60, "encoder context doubles from now"),
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -333,6 +546,7 @@ SCENARIOS: dict[str, Scenario] = {
             env={"KV_COLD_START_S": "4"},
         ),
         *_RECSYS,
+        *_ASR,
     )
 }
 
@@ -349,7 +563,7 @@ class Outcomes:
         row = {
             "label": label,
             "at_s": round(getattr(outcome, "started", 0.0) - t0, 3),
-            "status": str(getattr(outcome, "status", "?").value),
+            "status": str(getattr(getattr(outcome, "status", None), "value", "?")),
             "latency_s": round(float(getattr(outcome, "latency_s", 0.0)), 3),
             "error": str(getattr(outcome, "error", ""))[:200],
         }
@@ -394,6 +608,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "USER": rng.standard_normal(16).astype(np.float32),
             "ITEMS": rng.integers(0, 100_000, size=32).astype(np.int64),
         }
+    if repo == "asr":
+        return {"AUDIO": rng.standard_normal(1600).astype(np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -401,15 +617,19 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-def _send(client: object, repo: str, inputs: dict[str, np.ndarray], params: dict) -> object:
+def _send(
+    client: object, repo: str, inputs: dict[str, np.ndarray], params: dict, request_id: str = ""
+) -> object:
     if repo == "ocr":
         return client.infer("ocr_ensemble", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     if repo == "recsys":
         return client.infer("rec_orchestrator", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "asr":
+        return client.infer("asr_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
-_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25}
+_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25}
 
 
 def _worker(
@@ -421,19 +641,27 @@ def _worker(
     out: Outcomes,
     t0: float,
     delay_s: float = 0.0,
+    ids: str = "none",
+    audio: str = "fixed",
 ) -> None:
     from observability.load import TritonClient
 
-    client = TritonClient(url, timeout_s=10, send_ids=False)
+    client = TritonClient(url, timeout_s=10, send_ids=ids == "mixed")
     rng = np.random.default_rng(seed)
     pause = _PAUSE_S[repo]
+    utterance = np.zeros(0, dtype=np.float32)
     try:
         stop.wait(delay_s)
-        for _ in range(MAX_REQUESTS_PER_WORKER):
+        for n in range(MAX_REQUESTS_PER_WORKER):
             if stop.is_set() or time.monotonic() > until:
                 break
             inputs = _inputs(repo, rng)
-            out.add("healthy", _send(client, repo, inputs, {}), t0)
+            if audio == "growing":  # the utterance so far: 1 to 8 chunks of 800 frames
+                chunk = inputs["AUDIO"][:800]
+                utterance = chunk if n % 8 == 0 else np.concatenate([utterance, chunk])
+                inputs = {"AUDIO": utterance}
+            rid = f"c{seed}-{n}" if ids == "mixed" and n % 2 == 0 else ""
+            out.add("healthy", _send(client, repo, inputs, {}, rid), t0)
             if repo == "recsys":  # the profile endpoint calls the plain model directly
                 direct = client.infer("rec_features", {"USER": inputs["USER"]}, "")
                 out.add("healthy:rec_features", direct, t0)
@@ -450,7 +678,7 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         _kill_stub(lab, inj.target, label, out, t0)
         return
     url = lab.grpc_url  # type: ignore[attr-defined]
-    client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=False)
+    client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=inj.request_ids)
     try:
         if inj.action == "reload":
             started = time.monotonic()
@@ -471,7 +699,8 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         until = time.monotonic() + inj.repeat_s
         for n in range(MAX_REQUESTS_PER_WORKER):
             inputs = _inputs(repo, rng)
-            out.add(label, _send(client, repo, inputs, dict(inj.params)), t0)
+            rid = f"fault-{idx}-{n}" if inj.request_ids else ""
+            out.add(label, _send(client, repo, inputs, dict(inj.params), rid), t0)
             if n + 1 >= MAX_REQUESTS_PER_WORKER or time.monotonic() >= until:
                 break
     finally:
@@ -550,7 +779,11 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                 th = threading.Thread(
                     target=_worker,
                     args=(lab.grpc_url, scenario.repo, seed, stop, until, outcomes, t0),
-                    kwargs={"delay_s": scenario.load_delay_s},
+                    kwargs={
+                        "delay_s": scenario.load_delay_s,
+                        "ids": scenario.ids,
+                        "audio": scenario.audio,
+                    },
                     daemon=True,
                 )
                 th.start()
@@ -648,6 +881,7 @@ _LOAD_TEXT = {
     "llm": "`llm_bls` stream, MAX_NEW 10",
     "recsys": "`rec_orchestrator` infer, a random USER [16] and 32 candidate ITEMS; then "
     "`rec_features` infer straight from the client with the same USER",
+    "asr": "`asr_router` infer, a random AUDIO [1600]",
 }
 
 
@@ -691,9 +925,8 @@ Recorded by
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
   {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
-- Load: two gRPC clients (`observability.load.TritonClient`, `send_ids=False`: no request
-  ids; BLS children are built without ids too), each sending one request
-  ({_LOAD_TEXT[scenario.repo]})
+- Load: two gRPC clients {_ids_text(scenario)}, each sending one request
+  ({_LOAD_TEXT[scenario.repo] if scenario.audio == "fixed" else _GROWING_TEXT})
   then pausing {_PAUSE_S[scenario.repo]} s, timeout 10 s, for the whole
   window{_start_text(scenario)}.
 - Injected (seconds after the capture started):
@@ -707,13 +940,32 @@ Recorded by
 {f"{chr(10)}{scenario.note}{chr(10)}" if scenario.note else ""}"""
 
 
+_GROWING_TEXT = (
+    "`asr_router` infer of the utterance so far: AUDIO of 800 x k frames, k = 1, 2, ... 8, "
+    "then a new utterance"
+)
+
+
+def _ids_text(scenario: Scenario) -> str:
+    if scenario.ids == "mixed":
+        return (
+            "(`observability.load.TritonClient`, `send_ids=True`: a request id `c<client>-<n>`\n"
+            "  on every other request, none on the others; BLS children are built without ids)"
+        )
+    return (
+        "(`observability.load.TritonClient`, `send_ids=False`: no request\n"
+        "  ids; BLS children are built without ids too)"
+    )
+
+
 def _injected(i: Injection) -> str:
     params = ", ".join(f"{k}={v}" for k, v in sorted(i.params.items()))
     if i.action != "request":
         return f"({i.action} {i.target})"
+    ids = ", with request ids `fault-<client>-<n>`" if i.request_ids else ""
     if i.repeat_s:
-        return f"{params or 'none'} (resent for {i.repeat_s:g} s)"
-    return params
+        return f"{params or 'none'} (resent for {i.repeat_s:g} s{ids})"
+    return params + ids
 
 
 def _log_text(scenario: Scenario) -> str:
