@@ -23,7 +23,10 @@ stays blocked while every call it waits on is a blocked queued request or is exe
 blocked batch. A batch waiting on a call that a batch outside the set executes (one stuck in
 a ``sleep`` or on I/O) drops out: that is a hang, not a cycle. The cycle closes when one of a
 blocked request's possible callers is itself blocked: A -> A through a call into the
-caller's own model, or A -> B -> A through another model's batch.
+caller's own model, or A -> B -> A through another model's batch. One cycle is one finding:
+when B's only instance also holds A's usual call to B queued (a second A instance waits on
+B), both queued calls are blocked in the same cycle, and only the call that closes it (on a
+path ``waits.callees`` never learned from healthy batches: B calling A back) is reported.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
-from observability.detectors.waits import Call, Waits, waits_of
+from observability.detectors.waits import Call, Waits, callees, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -167,6 +170,8 @@ class BlsDeadlockDetector:
                     del held[key]
                     changed = True
         out: dict[str, Finding] = {}
+        cycles: dict[str, tuple[bool, set[int]]] = {}
+        learned = callees(waits.instances)
         for r in sorted(blocked.values(), key=lambda x: x.prepared_ns):
             holders = waits.instances.busy(r.model)
             # The cycle closes through a blocked caller that the model's holders wait on:
@@ -179,6 +184,15 @@ class BlsDeadlockDetector:
                 holder = callers[0] if callers[0].model == r.model else holders[0]
                 victims = [v for v in waits.victims(r.model, now) if id(v) not in blocked]
                 out[r.model] = self._idless_finding(now, r, holder, callers[0], waits, victims)
+                usual = r.model in learned.get(callers[0].model, set())
+                cycles[r.model] = (usual, {id(e) for e in [*holders, *callers]})
+        # One cycle, one finding: where a cycle's queued calls are reported for several
+        # models, keep the call that closes it (a call path never seen in healthy batches,
+        # e.g. B calling A back) and drop the ones on the usual path (A -> B) that share its
+        # batches, as the id path reports only the call into an ancestor's model.
+        for model, (usual, batches) in cycles.items():
+            if usual and any(not u and batches & b for m, (u, b) in cycles.items() if m != model):
+                del out[model]
         return list(out.values())
 
     def _idless_finding(
