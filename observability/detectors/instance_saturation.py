@@ -21,6 +21,11 @@ What it deliberately does not flag:
   slowly: at least ``min_executions`` executions completed inside the stretch and no single
   execution longer than ``max_single_fraction`` of it.
 
+Client cancellations (``Cancellation notification received for ...``: a gRPC deadline or
+cancel) during the stretch are counted in the finding: Triton keeps executing a cancelled
+request, so a saturated model may be busy with work nobody waits for. The line names no model
+and no request, so they are counted, not attributed.
+
 The upstream callers are the parents of the requests the model received during the stretch:
 a BLS child's id is ``<parent id>.<child>…`` and the parent's model is on its own
 ``prepared`` log line.
@@ -175,13 +180,31 @@ class InstanceSaturation:
         if not best:
             return []
         callers = _callers(window, {m: v[0] for m, v in best.items()})
+        cancels = [
+            c
+            for c in window.logs(ev.FrontendCancellation)
+            if isinstance(c, ev.FrontendCancellation)
+        ]
         return [
-            self._finding(stretch, before, peak, peak_at, callers.get(model, Counter()))
+            self._finding(
+                stretch,
+                before,
+                peak,
+                peak_at,
+                callers.get(model, Counter()),
+                [c for c in cancels if stretch.start_ns <= c.header.at_ns <= stretch.end_ns],
+            )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
         ]
 
     def _finding(
-        self, s: Stretch, before: float, peak: float, peak_at: int, callers: Counter[str]
+        self,
+        s: Stretch,
+        before: float,
+        peak: float,
+        peak_at: int,
+        callers: Counter[str],
+        cancels: list[ev.FrontendCancellation],
     ) -> Finding:
         n = len(s.instances)
         fed = ", ".join(f"{m} ({c} requests)" for m, c in callers.most_common(5)) or "clients"
@@ -191,6 +214,18 @@ class InstanceSaturation:
             f"{s.seconds:.1f} s while its queue grew from {before:g} to {peak:g} requests "
             f"(fed by {fed}): the model cannot keep up with its callers."
         )
+        cancel_advice = ""
+        if cancels:
+            summary += (
+                f" Meanwhile {len(cancels)} client request(s) were cancelled by their clients "
+                "(a deadline or a cancel; the log names neither model nor id): Triton keeps "
+                "executing a cancelled request, so part of this busy time may be work nobody "
+                "waits for."
+            )
+            cancel_advice = (
+                " Drop cancelled work: check request.is_cancelled() in execute before the "
+                "expensive part (and between BLS calls) and answer a CANCELLED error."
+            )
         upstream = ", ".join(callers) or "its callers"
         advice = (
             f"Add instances of '{s.model}' (instance_group [{{ count: {2 * n} }}] in its "
@@ -198,6 +233,7 @@ class InstanceSaturation:
             f"execute serves several queued requests; rate-limit or bound the concurrency of "
             f"{upstream} (e.g. an asyncio.Semaphore around the BLS calls); and check why "
             f"'{s.model}' is slow (its compute time per request in /v2/models/stats)."
+            + cancel_advice
         )
         series = f'{PENDING}{{model="{s.model}"}}'
         return Finding(
@@ -235,6 +271,19 @@ class InstanceSaturation:
                         )
                     ]
                     if callers
+                    else []
+                ),
+                *(
+                    [
+                        Evidence(
+                            "log",
+                            cancels[0].header.at_ns,
+                            f"triton.log@{cancels[0].header.offset}",
+                            f"{len(cancels)} '{cancels[0].detail.split(',')[0]}' lines during the "
+                            "stretch",
+                        )
+                    ]
+                    if cancels
                     else []
                 ),
             ),
