@@ -22,6 +22,7 @@ from observability import __version__
 if TYPE_CHECKING:  # the commands import what they use when they run
     from observability.findings import Finding
     from observability.load.client import Outcome
+    from observability.watch import WatchConfig, Watcher
 
 app = typer.Typer(
     help="Observability and tracing for NVIDIA Triton Inference Server pipelines.",
@@ -553,11 +554,36 @@ def watch(
             "everything else goes to stderr)",
         ),
     ] = "text",
+    targets: Annotated[
+        Path | None,
+        typer.Option(
+            "--targets",
+            help="watch many Tritons: a TOML or YAML file listing, per target, name, url, "
+            "metrics_url, log (a file or a glob), log_format, namespace, pod; --store is then "
+            "a folder (one store per target)",
+        ),
+    ] = None,
+    pod_logs: Annotated[
+        str | None,
+        typer.Option(
+            "--pod-logs",
+            help="watch every pod whose CRI logs a folder or glob holds "
+            "(/var/log/pods, or /var/log/pods/*_triton-*_*/triton/*.log), as pods come and "
+            "go; --store is then a folder",
+        ),
+    ] = None,
+    max_records: Annotated[
+        int,
+        typer.Option(
+            min=1000, help="records each target's live window holds at most (~0.4 KiB each)"
+        ),
+    ] = 600_000,
 ) -> None:
     """Run collectors and detectors live, print each finding as it appears, serve /metrics.
 
     Also prints which signals the detectors lack (no verbose log, no request ids, no
-    /metrics, no in-model library) whenever that changes, and which kinds they cannot see."""
+    /metrics, no in-model library) whenever that changes, and which kinds they cannot see.
+    The same server answers the read-only API under /api/v1/ (docs/api.md)."""
     from rich.markup import escape
     from rich.panel import Panel
 
@@ -568,9 +594,16 @@ def watch(
     from observability.store import StoreError
     from observability.watch import WatchConfig, Watcher
 
-    if not any((url, metrics_url, log, trace, otlp_port is not None)):
+    fleet = targets is not None or pod_logs is not None
+    if fleet and any((url, metrics_url, log, trace, otlp_port is not None)):
+        raise _fail(
+            "--targets and --pod-logs list every target: give --url, --metrics-url, --log, "
+            "--trace and --otlp-port in the targets file (trace and OTLP: one Triton only)"
+        )
+    if not fleet and not any((url, metrics_url, log, trace, otlp_port is not None)):
         raise _fail("nothing to watch: give --url, --metrics-url, --log, --trace or --otlp-port")
-    _check_sources(url, metrics_url, log, trace)
+    if not fleet:
+        _check_sources(url, metrics_url, log, trace)
     if lookback < evidence:
         raise _fail(f"--lookback ({lookback:g} s) must be at least --evidence ({evidence:g} s)")
     if format not in ("text", "jsonl"):
@@ -584,7 +617,11 @@ def watch(
             log_format=_log_format(log_format),
         ),
         settings={"deadline_s": deadline}, evidence_s=evidence, lookback_s=lookback,
+        max_records=max_records,
     )  # fmt: skip
+    if fleet:
+        _watch_fleet(cfg, targets, pod_logs, duration, jsonl)
+        return
     try:
         watcher = Watcher(cfg)
         watcher.runner.start_servers()
@@ -649,6 +686,93 @@ def watch(
                 on_pass=report,
             )
         out.print(f"{len(watcher.known)} findings active at exit")
+
+
+def _watch_fleet(
+    cfg: WatchConfig, targets: Path | None, pod_logs: str | None, duration: float | None,
+    jsonl: bool,
+) -> None:  # fmt: skip
+    """``watch --targets`` / ``--pod-logs``: every target in one process (fleet.py)."""
+    from rich.markup import escape
+
+    from dashboards.app.data.text import visible_controls
+    from observability.api import finding_json
+    from observability.fleet import (
+        FleetConfig,
+        FleetWatcher,
+        Target,
+        TargetError,
+        load_targets,
+        pod_log_pattern,
+    )
+    from observability.netaddr import is_loopback
+
+    out = err_console if jsonl else console
+    store_dir = cfg.collect.store
+    if store_dir.exists() and not store_dir.is_dir():
+        raise _fail(f"--store {store_dir}: with --targets or --pod-logs, a folder (one store each)")
+    try:
+        listed: list[Target] = load_targets(targets) if targets is not None else []
+        pattern = pod_log_pattern(pod_logs) if pod_logs is not None else None
+        for t in listed:
+            _check_sources(t.url, t.metrics_url, None, None)
+            _log_format(t.log_format)
+        fleet = FleetWatcher(
+            FleetConfig(
+                store_dir=store_dir, base=cfg, targets=listed, pod_logs=pattern,
+                port=cfg.collect.metrics_port, host=cfg.collect.host,
+            )
+        )  # fmt: skip
+        for problem in fleet.errors:
+            err_console.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+        bound = fleet.start()
+    except (TargetError, OSError) as err:
+        raise _fail(str(err)) from None
+
+    def safe(text: str | None) -> str:
+        return escape(visible_controls(text or ""))
+
+    def show(watcher: Watcher, finding: Finding) -> None:
+        if jsonl:
+            sys.stdout.write(json.dumps(finding_json(watcher, finding), sort_keys=True) + "\n")
+            sys.stdout.flush()
+            return
+        title = f"{finding.severity.value} {safe(finding.kind)} · {safe(watcher.name)} · "
+        title += safe(finding.model) + (
+            f" · {safe(finding.request_id)}" if finding.request_id else ""
+        )
+        style = {"critical": "red", "warning": "yellow"}.get(finding.severity.value, "dim")
+        text = f"[{style}]{title}[/]\n  {safe(finding.summary)}\n  [dim]{safe(finding.advice)}[/]"
+        console.print(text, highlight=False)
+
+    def moved(added: list[str], gone: list[str]) -> None:
+        for name in added:
+            out.print(f"[green]target+[/] {safe(name)}", highlight=False)
+        for name in gone:
+            out.print(f"[yellow]target-[/] {safe(name)} (its pod folder is gone)", highlight=False)
+
+    host = cfg.collect.host
+    with _sigterm_calls(fleet.stop):
+        shown = f"[{host}]" if ":" in host else host
+        if not is_loopback(host):
+            err_console.print(
+                f"[bold yellow]warning:[/] listening on {host}, beyond loopback: other machines "
+                "can reach /metrics and the API (--host 127.0.0.1 keeps them local)",
+                highlight=False, soft_wrap=True,
+            )  # fmt: skip
+        out.print(
+            f"metrics  http://{shown}:{bound}/metrics   api  http://{shown}:{bound}/api/v1/targets"
+        )
+        names = ", ".join(w.name for w in fleet.watchers()) or "none yet"
+        out.print(
+            f"watching {safe(names)}; one store each in {store_dir}; Ctrl-C stops", highlight=False
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            fleet.run(
+                duration_s=duration, on_new=show, on_error=lambda e: err_console.print(e),
+                on_targets=moved,
+            )  # fmt: skip
+        out.print("stopped")
 
 
 @contextlib.contextmanager

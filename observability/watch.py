@@ -19,12 +19,13 @@ from observability.detectors import run_detectors
 from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
+from observability.detectors.window import Window
 from observability.detectors.work import ModelWork, in_flight
 from observability.exporters.prometheus import FindingsExporter
 from observability.findings import Finding
 from observability.store import Store, StoreError
 
-__all__ = ["WatchConfig", "Watcher"]
+__all__ = ["WatchConfig", "WatchView", "Watcher"]
 
 
 @dataclass
@@ -38,6 +39,26 @@ class WatchConfig:
     """How much of every signal the detectors read on each pass (see ``LiveWindow``)."""
     settings: dict[str, object] = field(default_factory=dict)
     """Detector settings by field name, e.g. ``{"deadline_s": 5}``."""
+    name: str = "triton"
+    """The target's name: the API's ``?target=``, the ``target`` label of a fleet."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Bounded labels of the target (``namespace``, ``pod``) beside its name."""
+    max_records: int = 600_000
+    """The live window's bound on records (memory: ~0.4 KiB each)."""
+    api: bool = True
+    """Serve the read-only API (``observability/api.py``) under ``/api/`` beside /metrics."""
+
+
+@dataclass(frozen=True)
+class WatchView:
+    """What the last detection pass saw, replaced whole after each (the API reads it from
+    its own threads; nothing in it is changed after)."""
+
+    at_ns: int
+    findings: tuple[Finding, ...]
+    """Active ones: seen this pass, or aged out of the window within ``lookback_s``."""
+    work: tuple[ModelWork, ...]
+    window: Window
 
 
 class Watcher:
@@ -47,7 +68,7 @@ class Watcher:
         self.exporter = FindingsExporter(self.runner.metrics.registry)
         # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
         self.detectors = default_detectors(**cfg.settings)  # type: ignore[arg-type]
-        self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s)
+        self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s, cfg.max_records)
         self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}
         self.passes = 0
@@ -55,7 +76,17 @@ class Watcher:
         """The signals of the last pass's window and the kinds it was blind to."""
         self.work: list[ModelWork] = []
         """Work in flight per model and instance at the last pass."""
+        self.view: WatchView | None = None
+        """The last pass, for the API."""
         self._stop = threading.Event()
+        if cfg.api:
+            from observability.api import ApiApp
+
+            self.runner.api = ApiApp(lambda: [self])
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
 
     def stop(self) -> None:
         self._stop.set()
@@ -74,6 +105,7 @@ class Watcher:
         findings = self._still_active(seen, now_ns)
         self.coverage, self.work = coverage(window), in_flight(window)
         self.exporter.update(findings, window, hung=seen, work=self.work, signals=self.coverage)
+        self.view = WatchView(now_ns, tuple(findings), tuple(self.work), window)
         with Store(self.cfg.collect.store) as writer:
             writer.save_findings(findings)
         new = [f for f in seen if f.key not in self.known]

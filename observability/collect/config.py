@@ -14,6 +14,8 @@ class CollectConfig:
     url: str | None = None
     metrics_url: str | None = None
     log: Path | None = None
+    """A log file, or a glob (``*``, ``?``, ``[``): every file it matches, as they appear
+    (``collect/logglob.py``)."""
     trace: Path | None = None
     otlp_port: int | None = None
     """Start an OTLP/HTTP receiver on 127.0.0.1:PORT (0 picks a free port)."""
@@ -26,7 +28,7 @@ class CollectConfig:
     checkpoint: Path | None = None
     """Where the log tailer keeps its position; default: beside the store."""
     retention_max_age_s: float | None = 7 * 24 * 3600
-    retention_max_bytes: int | None = 2 * 1024**3
+    retention_max_bytes: int | None = 4 * 1024**3
     max_pending: int = 200
     log_utc_offset_s: int = 0
     log_format: str = "auto"

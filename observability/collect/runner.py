@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from collectors.base import Batch, Collector
 from observability.collect.config import CollectConfig
-from observability.collect.selfmetrics import SelfMetrics, serve
+from observability.collect.selfmetrics import SelfMetrics, WsgiApp, serve
 from observability.collect.sources import SOURCES, Source
 from observability.store import Store, StoreError, StoreFullError
 
@@ -62,6 +62,8 @@ class CollectRunner:
         self.on_stored: Callable[[str, list[object]], None] | None = None
         """Told of each batch once it is in the store (``watch`` feeds its live window)."""
         self._subscriber_failed = False
+        self.api: WsgiApp | None = None
+        """Served under ``/api/`` beside /metrics (``watch``'s read-only API)."""
         try:
             for src in SOURCES:
                 collector = src.build(cfg)
@@ -77,7 +79,9 @@ class CollectRunner:
     def start_servers(self) -> None:
         """Idempotent: ``run()`` calls it too."""
         if self.cfg.metrics_port is not None and self.metrics_port is None:
-            self.metrics_port = serve(self.metrics, self.cfg.metrics_port, self.cfg.host)
+            self.metrics_port = serve(
+                self.metrics, self.cfg.metrics_port, self.cfg.host, api=self.api
+            )
         if not self._started:
             for collector in self.collectors.values():
                 collector.start()
@@ -97,6 +101,10 @@ class CollectRunner:
 
     def close(self) -> None:
         self._close_collectors()
+        try:
+            self.store.compact()  # what waits in staged, as blocks (ten times smaller)
+        except StoreError as err:
+            log.warning("the store keeps staged records uncompacted: %s", err)
         self.store.close()
 
     def _close_collectors(self) -> None:

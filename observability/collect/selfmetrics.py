@@ -7,7 +7,11 @@ Served by prometheus_client on 127.0.0.1 only unless told otherwise; labels are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import socket
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import (
     CollectorRegistry,
@@ -15,14 +19,19 @@ from prometheus_client import (
     Gauge,
     Info,
     ProcessCollector,
+    make_wsgi_app,
     start_http_server,
 )
+from prometheus_client.exposition import ThreadingWSGIServer
+from prometheus_client.registry import Collector as PromCollector
 
 from collectors.base import Batch, Health
 from observability.events import ScrapeStatus
 from observability.netaddr import is_loopback
 
-__all__ = ["SelfMetrics", "serve"]
+__all__ = ["SelfMetrics", "WsgiApp", "serve"]
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 log = logging.getLogger(__name__)
 
@@ -105,17 +114,54 @@ class SelfMetrics:
         self.tail_lag_bytes.set(health.lag_bytes)
 
 
-def serve(metrics: SelfMetrics, port: int, host: str = "127.0.0.1") -> int:
-    """Serve the registry; returns the bound port (``port=0`` picks a free one).
+def serve(
+    metrics: SelfMetrics | None,
+    port: int,
+    host: str = "127.0.0.1",
+    api: WsgiApp | None = None,
+    registry: PromCollector | None = None,
+) -> int:
+    """Serve the registry (``metrics``'s, or ``registry``); returns the bound port
+    (``port=0`` picks a free one). ``api`` answers the paths under ``/api/`` (``watch``'s
+    read-only API, ``observability/api.py``); every other path is the /metrics page.
 
     Anything but loopback is logged as a warning once bound (with the real port): these
     pages name models and file sizes, and nobody should publish them by accident.
     """
-    server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
+    reg = registry if registry is not None else metrics.registry if metrics else None
+    if reg is None:
+        raise ValueError("serve needs metrics or a registry")
+    if api is None:
+        server, _thread = start_http_server(port, addr=host, registry=reg)
+    else:
+        server = _serve_with_api(port, host, make_wsgi_app(reg), api)
     bound = int(server.server_address[1])
     if not is_loopback(host):
         log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, bound)
     return bound
+
+
+def _serve_with_api(port: int, host: str, metrics_app: WsgiApp, api: WsgiApp) -> WSGIServer:
+    """prometheus_client's threading WSGI server, with ``/api/`` routed to ``api``."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if str(environ.get("PATH_INFO", "")).startswith("/api/"):
+            return api(environ, start_response)
+        return metrics_app(environ, start_response)
+
+    class Server(ThreadingWSGIServer):
+        pass
+
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    Server.address_family, addr = infos[0][0], str(infos[0][4][0])
+    server = make_server(addr, port, app, Server, handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
+    return server
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Log nothing (as prometheus_client's own server)."""
 
 
 def _version() -> str:

@@ -74,10 +74,14 @@ def _stats(cfg: CollectConfig) -> Collector | None:
 
 def _log(cfg: CollectConfig) -> Collector | None:
     from collectors.logs.collector import LogCollector
+    from observability.collect.logglob import GlobLogCollector, is_glob
 
     if not cfg.log:
         return None
     checkpoint = cfg.checkpoint or cfg.store.with_name(cfg.store.name + ".tail.json")
+    if is_glob(cfg.log):  # every file it matches, as they come and go (pod logs)
+        prefix = cfg.checkpoint or cfg.store.with_name(cfg.store.name + ".tail")
+        return GlobLogCollector(str(cfg.log), prefix, cfg.log_utc_offset_s, cfg.log_format)
     return LogCollector(cfg.log, checkpoint, cfg.log_utc_offset_s, cfg.log_format)
 
 
