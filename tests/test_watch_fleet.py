@@ -274,3 +274,35 @@ def test_discover_pods_reads_namespace_and_pod_from_the_path(tmp_path: Path) -> 
     assert target.labels == {"namespace": "ml", "pod": "triton-0"}
     assert target.log is not None and target.log.endswith(f"ml_triton-0_{UID}/triton/*.log")
     assert target.log_format == "cri" and target.store_name == "ml_triton-0.db"
+
+
+def test_one_target_watch_serves_the_api_beside_its_unchanged_metrics(tmp_path: Path) -> None:
+    from observability.watch import Watcher
+
+    log = tmp_path / "triton.log"
+    append(log, request("stuck-9", "router", time.time() - 3, released=False))
+    cfg = base_config(tmp_path)
+    cfg.collect = CollectConfig(
+        store=tmp_path / "s.db", log=log, metrics_port=0, interval_s=0.2, log_interval_s=0.05
+    )
+    watcher = Watcher(cfg)
+    watcher.runner.start_servers()
+    port = watcher.runner.metrics_port
+    assert port is not None
+    thread = threading.Thread(target=watcher.run, kwargs={"duration_s": 30}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: get(port, "/api/v1/findings")[1].get("findings"))
+        status, body = get(port, "/api/v1/targets")
+        assert status == 200
+        assert body["targets"] == [
+            {"target": "triton", "namespace": None, "pod": None, "findings_active": 1,
+             "last_pass": body["targets"][0]["last_pass"]}  # type: ignore[index]
+        ]  # fmt: skip
+        status, body = get(port, "/api/v1/requests/stuck-9")  # one target: no ?target= needed
+        assert status == 200 and body["target"] == "triton"
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    finally:
+        watcher.stop()
+        thread.join(timeout=30)
+    assert b'triton_obs_hung_requests{model="router"} 1.0' in page  # no target labels
