@@ -15,9 +15,12 @@ import pytest
 from tests.app.browser import CHROMIUM, app_server, capture
 from tests.app.conftest import AppStore
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
-)
+pytestmark = [
+    pytest.mark.lab,  # a live browser: with the other live tests, out of the quick run
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
+    ),
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "app"
 
 

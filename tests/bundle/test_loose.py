@@ -27,6 +27,9 @@ LOG_ONLY = {
 }
 """What the faulty recording's log alone must show (the rest needs /metrics: the sight table)."""
 
+pytestmark = pytest.mark.xdist_group("loose")
+"""One worker, so that ``plain`` (an analysis of the whole log) is made once."""
+
 
 def _found(path: Path, **kw: object) -> set[tuple[str, str]]:
     result = analyze_bundle(path, **kw)  # type: ignore[arg-type]

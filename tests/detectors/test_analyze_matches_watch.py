@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import pytest
 
-from observability.analyze import analyze_bundle, analyze_store
+from observability.analyze import AnalysisResult, analyze_bundle, analyze_store
 from observability.bundle import open_bundle
 from observability.catalogue import FAULTS, kind_of_fault
 from observability.findings import Severity, parse_iso
 from observability.store import Store
 from tests.detectors.recording import RecordedRun
+
+pytestmark = pytest.mark.xdist_group("analyze-matches-watch")
+"""One worker: the faulty bundle's analysis is shared by two tests (``_analysed``)."""
+
+
+@functools.cache
+def _analysed(bundle: Path) -> AnalysisResult:
+    """``analyze`` of a checked-in recording's bundle, once per process: the faulty one is
+    read by both tests below (the bundle never changes within a session)."""
+    return analyze_bundle(bundle)
 
 
 def _keys(findings) -> set[tuple[str, str, str | None]]:
@@ -22,7 +35,7 @@ def test_bundle_analysis_equals_the_live_store(faulty_run: RecordedRun) -> None:
     until = parse_iso(open_bundle(faulty_run.bundle).meta.ended_at)
     with Store(faulty_run.store, readonly=True) as store:
         live = analyze_store(store, faulty_run.since_ns, until, faulty_run.clock_offset_ns).findings
-    offline = analyze_bundle(faulty_run.bundle)
+    offline = _analysed(faulty_run.bundle)
     assert _keys(live)
     assert _keys(offline.findings) == _keys(live)
 
@@ -42,8 +55,8 @@ def test_every_injected_fault_is_found(
     twin: RecordedRun = request.getfixturevalue(healthy)
     owed = {(kind_of_fault(i["fault"]), FAULTS[i["fault"]].finds_model) for i in run.injections}
     assert len(owed) >= 8, owed
-    found = analyze_bundle(run.bundle).findings
+    found = _analysed(run.bundle).findings
     loud = {(f.kind, f.model) for f in found if f.severity.rank >= Severity.WARNING.rank}
     assert owed - loud == set(), sorted(owed - loud)
-    quiet = analyze_bundle(twin.bundle).findings
+    quiet = _analysed(twin.bundle).findings
     assert [f.to_dict() for f in quiet if f.severity is not Severity.INFO] == []

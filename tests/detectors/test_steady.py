@@ -7,6 +7,9 @@ started after it (hung_request)."""
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import pytest
 
 from observability.catalogue import FAULTS, kind_of_fault
@@ -22,6 +25,19 @@ AFTER = 16
 """Steps checked after the first find (8 s): the blinks seen lasted 1-3 s, within 6 s of it."""
 
 
+@functools.cache
+def _events(path: Path, since_ns: int) -> tuple[object, ...]:
+    """The recording's events from ``since_ns`` on, read once per process: both detectors'
+    cases of a recording replay the same ones (a window never changes what it is given)."""
+    with Store(path, readonly=True) as store:
+        return (
+            *store.log_records(since_ns=since_ns),
+            *store.metric_scrapes(since_ns),
+            *store.otlp_spans(since_ns),
+            *store.scrapes(since_ns),
+        )
+
+
 @pytest.mark.parametrize("run_name", ["faulty_run", "faulty_none_run"])
 @pytest.mark.parametrize(
     ("fault", "detector"), [("stall", StreamStalled), ("hang", HungRequestDetector)]
@@ -32,13 +48,7 @@ def test_a_stuck_finding_stays_found(
     run: RecordedRun = request.getfixturevalue(run_name)
     (inj,) = [i for i in run.injections if i["fault"] == fault]
     kind, model = kind_of_fault(fault), FAULTS[fault].finds_model
-    with Store(run.store, readonly=True) as store:
-        events = [
-            *store.log_records(since_ns=run.since_ns),
-            *store.metric_scrapes(run.since_ns),
-            *store.otlp_spans(run.since_ns),
-            *store.scrapes(run.since_ns),
-        ]
+    events = _events(run.store, run.since_ns)
     seen: list[bool] = []
     at = run.since_ns + int((float(inj["at_s"]) + 1.5) * 1e9)  # no deadline is below 2 s
     while at <= run.until_ns and (True not in seen or len(seen) - seen.index(True) <= AFTER):

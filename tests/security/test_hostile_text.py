@@ -285,6 +285,7 @@ def test_health_and_shapes_pages(monkeypatch, hostile: HostileStore) -> None:
 # -- one real browser ---------------------------------------------------------------------------
 
 
+@pytest.mark.lab  # a live browser: with the other live tests, out of the quick run
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_a_real_browser_runs_no_script_from_the_data(hostile: HostileStore, tmp_path: Path) -> None:
     with app_server(hostile.store, hostile.log, tmp_path / "server.log") as base:
