@@ -155,7 +155,9 @@ def pod_log_pattern(value: str) -> str:
     """``--pod-logs``: a folder (``/var/log/pods``: every container of every pod) or a glob
     whose last three parts are the pod folder, the container and the file
     (``/var/log/pods/*_triton-*_*/triton/*.log``)."""
-    if os.path.isdir(value) and not any(c in value for c in "*?["):
+    if not any(c in value for c in "*?["):
+        if not os.path.isdir(value):
+            raise TargetError(f"--pod-logs {value!r}: no such folder (or give a glob)")
         return os.path.join(value, "*", "*", "*.log")
     if len(Path(value).parts) < 4:
         raise TargetError(f"--pod-logs {value!r}: <folder>/<pod folder>/<container>/<file>")
@@ -305,13 +307,14 @@ class FleetWatcher:
         found = discover_pods(self.cfg.pod_logs)
         with self._lock:
             current = dict(self._folders)
+            listed = set(self._watchers) - set(current)
         gone = [name for name, folder in current.items() if not os.path.isdir(folder)]
         for name in gone:
             self.remove(name)
         added = []
         for name, target in found.items():
-            if name in current and name not in gone:
-                continue
+            if name in listed or (name in current and name not in gone):
+                continue  # a targets file's entry of that name wins (it may add URLs)
             if len(self._watchers) >= MAX_TARGETS:
                 log.warning("%d targets already: %s not watched", MAX_TARGETS, name)
                 break

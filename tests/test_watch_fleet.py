@@ -21,6 +21,7 @@ from observability.collect import CollectConfig
 from observability.fleet import (
     FleetConfig,
     FleetWatcher,
+    Target,
     TargetError,
     discover_pods,
     load_targets,
@@ -306,3 +307,27 @@ def test_one_target_watch_serves_the_api_beside_its_unchanged_metrics(tmp_path: 
         watcher.stop()
         thread.join(timeout=30)
     assert b'triton_obs_hung_requests{model="router"} 1.0' in page  # no target labels
+
+
+def test_a_targets_file_entry_wins_over_the_pod_found_under_its_name(tmp_path: Path) -> None:
+    pods = tmp_path / "pods"
+    pod_dir(pods, "ml", "triton-a").joinpath("0.log").write_bytes(b"")
+    pod_dir(pods, "ml", "triton-b").joinpath("0.log").write_bytes(b"")
+    listed = Target(
+        name="ml/triton-a", url="http://127.0.0.1:9", log=str(pods / "*_triton-a_*/triton/*.log"),
+        log_format="cri", namespace="ml", pod="triton-a",
+    )  # fmt: skip
+    fleet = FleetWatcher(
+        FleetConfig(
+            store_dir=tmp_path / "stores", base=base_config(tmp_path), targets=[listed],
+            pod_logs=pod_log_pattern(str(pods)), port=0,
+        )
+    )  # fmt: skip
+    try:
+        assert sorted(w.name for w in fleet.watchers()) == ["ml/triton-a", "ml/triton-b"]
+        assert fleet.rescan() == ([], [])
+        a = next(w for w in fleet.watchers() if w.name == "ml/triton-a")
+        assert a.cfg.collect.url == "http://127.0.0.1:9"
+    finally:
+        for w in fleet.watchers():
+            fleet.remove(w.name)
