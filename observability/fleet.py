@@ -29,12 +29,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Info, ProcessCollector
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from observability.collect.selfmetrics import serve
+from observability.collect.selfmetrics import serve_http
 from observability.findings import Finding
 from observability.store import StoreError
 from observability.watch import WatchConfig, Watcher
@@ -246,6 +247,7 @@ class FleetWatcher:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.port: int | None = None
+        self._server: WSGIServer | None = None
         self.errors: list[str] = []
         """Targets that could not start, and why (the CLI prints them)."""
         for target in cfg.targets:
@@ -327,13 +329,14 @@ class FleetWatcher:
         from observability.api import ApiApp
 
         if self.port is None:
-            self.port = serve(
+            self._server = serve_http(
                 None,
                 self.cfg.port or 0,
                 self.cfg.host,
                 api=ApiApp(self.watchers),
                 registry=self.registry,
             )
+            self.port = int(self._server.server_address[1])
             for thread in list(self._threads.values()):
                 if not thread.is_alive() and thread.ident is None:
                     thread.start()
@@ -380,3 +383,6 @@ class FleetWatcher:
         finally:
             for name in [w.name for w in self.watchers()]:
                 self.remove(name)
+            if self._server is not None:
+                self._server.shutdown()
+                self._server.server_close()

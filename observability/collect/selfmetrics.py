@@ -29,7 +29,7 @@ from collectors.base import Batch, Health
 from observability.events import ScrapeStatus
 from observability.netaddr import is_loopback
 
-__all__ = ["SelfMetrics", "WsgiApp", "serve"]
+__all__ = ["SelfMetrics", "WsgiApp", "serve", "serve_http"]
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -128,6 +128,17 @@ def serve(
     Anything but loopback is logged as a warning once bound (with the real port): these
     pages name models and file sizes, and nobody should publish them by accident.
     """
+    return int(serve_http(metrics, port, host, api, registry).server_address[1])
+
+
+def serve_http(
+    metrics: SelfMetrics | None,
+    port: int,
+    host: str = "127.0.0.1",
+    api: WsgiApp | None = None,
+    registry: PromCollector | None = None,
+) -> WSGIServer:
+    """:func:`serve`, returning the server (its ``shutdown()`` stops it)."""
     reg = registry if registry is not None else metrics.registry if metrics else None
     if reg is None:
         raise ValueError("serve needs metrics or a registry")
@@ -135,10 +146,10 @@ def serve(
         server, _thread = start_http_server(port, addr=host, registry=reg)
     else:
         server = _serve_with_api(port, host, make_wsgi_app(reg), api)
-    bound = int(server.server_address[1])
     if not is_loopback(host):
+        bound = server.server_address[1]
         log.warning("serving triton-obs /metrics on %s:%s, beyond loopback", host, bound)
-    return bound
+    return server
 
 
 def _serve_with_api(port: int, host: str, metrics_app: WsgiApp, api: WsgiApp) -> WSGIServer:
