@@ -29,10 +29,12 @@ from collectors.traces.parser import parse_trace_file_lenient
 from observability import events as ev
 from observability.bundle.layout import Bundle, PartError, open_bundle, open_part, read_part
 from observability.store import Store
+from observability.store.schema import LOG
 
 __all__ = ["IngestReport", "bundle_events", "ingest", "ingest_bundle"]
 
-_BATCH = 5000
+_BATCH = LOG.block_records
+"""A log's batch is one store block: written straight as a block, never staged."""
 _T = TypeVar("_T")
 
 
@@ -247,6 +249,7 @@ def ingest_bundle(
         _write(store, part, source, batch, report)
         if on_batch is not None:
             on_batch(part, len(batch))
+    store.compact()  # a bundle is complete: nothing more will join its last blocks
     return report
 
 

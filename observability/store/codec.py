@@ -41,7 +41,15 @@ def _names(cls: Any) -> tuple[str, ...] | None:
     return None
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
 def _plain(value: Any) -> Any:
+    t = type(value)
+    if t in _SCALAR_TYPES:  # the exact types first: most values, and a str enum is not one
+        return value
+    if t is tuple or t is list:
+        return [_plain(v) for v in value]
     if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
         return value
     if isinstance(value, enum.Enum):

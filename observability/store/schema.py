@@ -1,34 +1,37 @@
-"""The store's schema, as numbered migrations applied in order, and which table each record
-type goes to (:data:`ROUTES`).
+"""The store's schema, as numbered migrations applied in order, and the streams records go
+to (:data:`ROUTES`: record type → :class:`Stream`).
 
-Each table keeps the indexed columns detectors filter on and the event's full JSON body.
-Primary keys are the natural identity of each record (file identity + byte offset for log
-lines, target + time for scrapes, trace ids for spans), which makes every write idempotent:
-ingesting the same bundle twice or replaying a log after a crash stores nothing twice.
+Since schema 5 the records of a stream (log lines, metric scrapes, stats, Triton trace spans,
+OTLP spans) live in compressed columnar blocks (:mod:`observability.store.blocks`), grouped by
+source, with each block's time span indexed; small batches wait in ``staged`` (one JSON row per
+record) until their source has a block's worth. Every record has a natural key (file identity
++ byte offset + kind for log lines, target + time for scrapes, trace ids for spans), which
+makes every write idempotent: ingesting the same bundle twice or replaying a log after a crash
+stores nothing twice.
 
-A new record type is a migration that creates its table and a :class:`Route` in
-:data:`ROUTES`; the store's writer knows no type by name.
+A new record type is a :class:`Stream` in :data:`STREAMS` and its entry in :data:`ROUTES`; the
+store's writer knows no type by name.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from observability import events as ev
-from observability.store.codec import encode, kind_of
+from observability.store.codec import kind_of
 
 __all__ = [
+    "LOG",
     "LOG_TYPES",
     "MIGRATIONS",
     "ROUTES",
     "SCHEMA_VERSION",
+    "STREAMS",
     "TABLES",
-    "TIME_COLUMNS",
-    "Route",
+    "Stream",
 ]
 
 MIGRATIONS: tuple[str, ...] = (
@@ -120,53 +123,141 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX metric_samples_name_at ON metric_samples (name, at_ns);
     CREATE INDEX metric_samples_at ON metric_samples (at_ns);
     """,
+    # 5: records kept as compressed columnar blocks (issue 13: a row and three indexes per
+    # log line made the store twice its raw bundle and thirty times its gzip). What arrives in
+    # small batches is staged as one JSON row per record (its key unique: idempotent writes,
+    # kill -9 safe) until a stream's source has a block's worth, then compacted into
+    # ``blocks``. The old tables' rows move to ``staged`` as they are (same keys, same JSON);
+    # the store compacts them when it opens.
+    """
+    CREATE TABLE staged (
+        seq INTEGER PRIMARY KEY, stream TEXT NOT NULL, source TEXT NOT NULL,
+        origin TEXT NOT NULL, key TEXT NOT NULL, at_ns INTEGER, kind TEXT NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX staged_key ON staged (stream, key);
+    CREATE INDEX staged_at ON staged (stream, at_ns);
+    CREATE TABLE blocks (
+        id INTEGER PRIMARY KEY, stream TEXT NOT NULL, source TEXT NOT NULL,
+        min_at_ns INTEGER NOT NULL, max_at_ns INTEGER NOT NULL, written_ns INTEGER NOT NULL,
+        records INTEGER NOT NULL, data BLOB NOT NULL
+    );
+    CREATE INDEX blocks_stream_at ON blocks (stream, max_at_ns);
+
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'log', source, source, source || '|' || offset || '|' || kind, at_ns, kind, body
+        FROM log_records ORDER BY source, offset;
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'metrics', target, target, target || '|' || at_ns, at_ns, 'MetricsScrape',
+               json_object('at_ns', at_ns, 'target', target,
+                           'samples', json_group_array(json(body)))
+        FROM metric_samples GROUP BY target, at_ns ORDER BY at_ns;
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'scrapes', target, target, target || '|' || at_ns, at_ns, 'ScrapeStatus', body
+        FROM scrapes ORDER BY at_ns;
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'stats', '', '', model || '|' || version || '|' || at_ns, at_ns, 'ModelStats', body
+        FROM model_stats ORDER BY at_ns;
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'traces', '', source, source || '|' || trace_id || '|' || start_ns, start_ns,
+               'TraceSpan', body
+        FROM trace_spans ORDER BY source, trace_id;
+    INSERT INTO staged (stream, source, origin, key, at_ns, kind, body)
+        SELECT 'otlp', '', '', trace_id || '|' || span_id, start_ns, 'OtlpSpan', body
+        FROM otlp_spans ORDER BY start_ns;
+    DROP TABLE log_records;
+    DROP TABLE metric_samples;
+    DROP TABLE scrapes;
+    DROP TABLE model_stats;
+    DROP TABLE trace_spans;
+    DROP TABLE otlp_spans;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 @dataclass(frozen=True)
-class Route:
-    """How records of one type become rows of one table."""
+class Stream:
+    """One kind of signal as the store keeps it: which records, their identity, their time."""
 
-    table: str
-    sql: str
-    """``INSERT OR IGNORE`` of one row: a duplicate key is counted, never an error."""
-    row: Callable[[Any, str], tuple[Any, ...]] | None = None
-    """``row(event, source)`` → the one row of a record."""
-    rows: Callable[[Any, str], list[tuple[Any, ...]]] | None = None
-    """For a record that is many rows (a scrape's samples), instead of ``row``."""
+    name: str
+    key: Callable[[Any, str], str]
+    """``key(event, source)``: the record's natural identity, unique in its stream (a log
+    line's file and byte offset, a scrape's target and time, a span's ids). A record whose key
+    is stored already is a duplicate: a replayed bundle or a restarted collector."""
+    at_ns: Callable[[Any], int]
+    """The time readers select by (wall clock, except Triton trace files' monotonic clock)."""
+    source: Callable[[Any, str], str]
+    """What a block groups by: a log file, a scrape target; one block never mixes two."""
+    wall_clock: bool = True
+    """``False``: ``at_ns`` is not wall-clock time, and retention by age goes by when the
+    record was stored instead."""
+    block_records: int = 8192
+    """A source's staged records are compacted into a block once there are this many."""
 
 
-def _labels_key(labels: ev.Labels) -> str:
-    return json.dumps(sorted(labels), separators=(",", ":"))
-
-
-def _log_row(e: Any, source: str) -> tuple[Any, ...]:
+def _log_offset(e: Any) -> int:
     header = getattr(e, "header", None)
-    at_ns, offset = (header.at_ns, header.offset) if header is not None else (e.at_ns, e.offset)
-    return (
-        source, offset, kind_of(e), at_ns, getattr(e, "request_id", None),
-        getattr(e, "model", None), encode(e),
-    )  # fmt: skip
+    return int(header.offset if header is not None else e.offset)
 
 
-def _trace_row(e: ev.TraceSpan, source: str) -> tuple[Any, ...]:
-    stamps = [ns for _, ns in e.timestamps]
-    return (
-        source or e.source, e.trace_id, e.parent_id, e.model, e.request_id,
-        min(stamps, default=0), max(stamps, default=None), encode(e),
-    )  # fmt: skip
+def _log_at(e: Any) -> int:
+    header = getattr(e, "header", None)
+    return int(header.at_ns if header is not None else e.at_ns)
 
 
-def _otlp_row(e: ev.OtlpSpan, _source: str) -> tuple[Any, ...]:
-    return (
-        e.trace_id, e.span_id, e.parent_span_id, e.name, e.service, e.start_ns, e.end_ns,
-        e.status, encode(e),
-    )  # fmt: skip
+def _trace_start(e: ev.TraceSpan) -> int:
+    return min((ns for _, ns in e.timestamps), default=0)
 
 
-_LOG = Route("log_records", "INSERT OR IGNORE INTO log_records VALUES (?,?,?,?,?,?,?)", _log_row)
+LOG = Stream(
+    "log",
+    key=lambda e, source: f"{source}|{_log_offset(e)}|{kind_of(e)}",
+    at_ns=_log_at,
+    source=lambda _e, source: source,
+)
+STREAMS: dict[str, Stream] = {
+    s.name: s
+    for s in (
+        LOG,
+        Stream(
+            "metrics",
+            key=lambda e, _s: f"{e.target}|{e.at_ns}",
+            at_ns=lambda e: e.at_ns,
+            source=lambda e, _s: e.target,
+            block_records=120,
+        ),
+        Stream(
+            "scrapes",
+            key=lambda e, _s: f"{e.target}|{e.at_ns}",
+            at_ns=lambda e: e.at_ns,
+            source=lambda e, _s: e.target,
+            block_records=2048,
+        ),
+        Stream(
+            "stats",
+            key=lambda e, _s: f"{e.model}|{e.version}|{e.at_ns}",
+            at_ns=lambda e: e.at_ns,
+            source=lambda _e, _s: "",
+            block_records=512,
+        ),
+        Stream(
+            "traces",
+            key=lambda e, source: f"{source or e.source}|{e.trace_id}|{_trace_start(e)}",
+            at_ns=_trace_start,
+            source=lambda _e, _s: "",  # Triton writes a few spans per file: one block for all
+            wall_clock=False,
+        ),
+        Stream(
+            "otlp",
+            key=lambda e, _s: f"{e.trace_id}|{e.span_id}",
+            at_ns=lambda e: e.start_ns,
+            source=lambda _e, _s: "",
+        ),
+    )
+}
+"""Every stream the store keeps, by name."""
 
 LOG_TYPES: tuple[type, ...] = (
     *(
@@ -180,43 +271,22 @@ LOG_TYPES: tuple[type, ...] = (
 )
 """Every record of a log line: those with a ``LogRecord`` header, and a stub's bare text."""
 
-ROUTES: dict[type, Route] = {
-    **{t: _LOG for t in LOG_TYPES},
-    ev.MetricsScrape: Route(
-        "metric_samples",
-        "INSERT OR IGNORE INTO metric_samples VALUES (?,?,?,?,?,?)",
-        rows=lambda e, _source: [
-            (e.target, e.at_ns, s.name, _labels_key(s.labels), s.value, encode(s))
-            for s in e.samples
-        ],
-    ),
-    ev.ScrapeStatus: Route(
-        "scrapes",
-        "INSERT OR IGNORE INTO scrapes VALUES (?,?,?,?)",
-        lambda e, _source: (e.target, e.at_ns, int(e.up), encode(e)),
-    ),
-    ev.ModelStats: Route(
-        "model_stats",
-        "INSERT OR IGNORE INTO model_stats VALUES (?,?,?,?)",
-        lambda e, _source: (e.model, e.version, e.at_ns, encode(e)),
-    ),
-    ev.TraceSpan: Route(
-        "trace_spans", "INSERT OR IGNORE INTO trace_spans VALUES (?,?,?,?,?,?,?,?)", _trace_row
-    ),
-    ev.OtlpSpan: Route(
-        "otlp_spans", "INSERT OR IGNORE INTO otlp_spans VALUES (?,?,?,?,?,?,?,?,?)", _otlp_row
-    ),
+ROUTES: dict[type, Stream] = {
+    **{t: LOG for t in LOG_TYPES},
+    ev.MetricsScrape: STREAMS["metrics"],
+    ev.ScrapeStatus: STREAMS["scrapes"],
+    ev.ModelStats: STREAMS["stats"],
+    ev.TraceSpan: STREAMS["traces"],
+    ev.OtlpSpan: STREAMS["otlp"],
 }
-"""Record type → its table. A type not here is not kept (``WriteResult.ignored``)."""
+"""Record type → its stream. A type not here is not kept (``WriteResult.ignored``)."""
 
-TIME_COLUMNS: dict[str, str] = {
-    "log_records": "at_ns",
-    "metric_samples": "at_ns",
-    "scrapes": "at_ns",
-    "model_stats": "at_ns",
-    "otlp_spans": "start_ns",
+TABLES: dict[str, str] = {
+    "log_records": "log",
+    "metric_samples": "metrics",
+    "scrapes": "scrapes",
+    "model_stats": "stats",
+    "trace_spans": "traces",
+    "otlp_spans": "otlp",
 }
-"""Each table's wall-clock column, which retention deletes by. ``trace_spans`` has none:
-Triton's trace timestamps are its monotonic clock."""
-
-TABLES: frozenset[str] = frozenset({*(r.table for r in ROUTES.values()), "findings"})
+"""The names :meth:`Store.count` answers to (the tables of schema 4) → their stream."""

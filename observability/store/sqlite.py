@@ -8,18 +8,21 @@ methods. Writes are batched in one transaction and idempotent by each record's n
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
 from observability import events as ev
 from observability.findings import Finding
-from observability.store.codec import decode
-from observability.store.schema import MIGRATIONS, ROUTES, SCHEMA_VERSION, TABLES, TIME_COLUMNS
+from observability.store.blocks import BlockError, decode_block, encode_block
+from observability.store.codec import decode, encode, kind_of
+from observability.store.schema import MIGRATIONS, ROUTES, SCHEMA_VERSION, STREAMS, TABLES
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
 
@@ -33,8 +36,25 @@ _UNBINDABLE = (
 )
 """What one record SQLite cannot hold raises (an integer past int64, a lone surrogate)."""
 
+log = logging.getLogger(__name__)
+
 _FULL_BELOW_BYTES = 1 << 20
 """Less free space than this under the store makes a failed write a full disk."""
+
+
+_KEY_CACHE_BLOCKS = 64
+"""Blocks whose record keys are kept in memory for the duplicate check (the newest are the
+ones a live collector's next records can overlap)."""
+
+_BLOCKS_SINCE = 5
+"""The schema that keeps records as blocks."""
+
+_LIFECYCLE = frozenset({"RequestPrepared", "RequestStateChange"})
+
+
+def _offset(record: object) -> int:
+    header = getattr(record, "header", None)
+    return int(header.offset if header is not None else getattr(record, "offset", 0))
 
 
 class StoreError(RuntimeError):
@@ -62,6 +82,8 @@ class Store:
     def __init__(self, path: Path | str, *, readonly: bool = False, timeout_s: float = 5.0):
         self.path = Path(path)
         self.readonly = readonly
+        self._keys: dict[int, frozenset[str]] = {}
+        self._staged: Counter[tuple[str, str]] | None = None
         try:
             if readonly:
                 if not self.path.exists():
@@ -103,11 +125,17 @@ class Store:
 
     def _migrate(self) -> None:
         current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            return  # refused by the caller, untouched
         for number, script in enumerate(MIGRATIONS, start=1):
             if number <= current:
                 continue
             with self._db:
                 self._db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={number};\nCOMMIT;")
+        if 0 < current < _BLOCKS_SINCE:
+            self._compact_due(everything=True)  # what schema 4 held, now as blocks
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
 
     # -- writing -----------------------------------------------------------------------
     def write(self, events: Iterable[object], source: str = "") -> WriteResult:
@@ -117,9 +145,11 @@ class Store:
             raise StoreError("this store was opened read-only")
         batch = list(events)
         try:
-            return self._write(batch, source, per_event=False)
+            result = self._write(batch, source, per_event=False)
         except _UNBINDABLE:
-            return self._write(batch, source, per_event=True)
+            result = self._write(batch, source, per_event=True)
+        self._compact_due()
+        return result
 
     def _write(self, batch: list[object], source: str, per_event: bool) -> WriteResult:
         inserted = duplicates = ignored = rejected = 0
@@ -127,14 +157,10 @@ class Store:
             for chunk in ([e] for e in batch) if per_event else (batch,):
                 try:
                     with self._db:
-                        cur = self._db.cursor()
-                        for event in chunk:
-                            rows = self._insert(cur, event, source)
-                            if rows is None:
-                                ignored += 1
-                            else:
-                                inserted += rows[0]
-                                duplicates += rows[1]
+                        added, dups, unknown = self._insert(chunk, source)
+                    inserted += added
+                    duplicates += dups
+                    ignored += unknown
                 except _UNBINDABLE:
                     if not per_event:
                         raise
@@ -156,21 +182,163 @@ class Store:
             return False
         return st.f_bavail * st.f_frsize < _FULL_BELOW_BYTES
 
-    def _insert(self, cur: sqlite3.Cursor, event: object, source: str) -> tuple[int, int] | None:
-        """``(inserted, duplicates)`` of one record, routed by its type (``schema.ROUTES``);
-        ``None`` for a type the store does not keep."""
-        route = ROUTES.get(type(event))
-        if route is None:
-            return None
-        if route.rows is not None:
-            rows = route.rows(event, source)
+    def _insert(self, events: list[object], source: str) -> tuple[int, int, int]:
+        """``(inserted, duplicates, ignored)`` of a batch, in the caller's transaction.
+
+        Records are grouped by stream and source; a record whose key a block or the staging
+        table holds already is a duplicate. A group of at least a block's worth goes straight
+        into blocks, the rest into ``staged``."""
+        groups: dict[tuple[str, str], dict[str, tuple[int, object]]] = {}
+        ignored = duplicates = 0
+        for event in events:
+            stream = ROUTES.get(type(event))
+            if stream is None:
+                ignored += 1
+                continue
+            group = groups.setdefault((stream.name, stream.source(event, source)), {})
+            key = stream.key(event, source)
+            if key in group:
+                duplicates += 1
+            else:
+                group[key] = (stream.at_ns(event), event)
+        inserted = 0
+        for (name, src), group in groups.items():
+            stream = STREAMS[name]
+            fresh = self._not_in_blocks(name, src, group)
+            duplicates += len(group) - len(fresh)
+            keys = list(fresh)
+            whole = len(keys) - len(keys) % stream.block_records
+            if whole and not self._staged_any(name, keys[:whole]):
+                for i in range(0, whole, stream.block_records):
+                    part = keys[i : i + stream.block_records]
+                    self._put_block(name, src, [(*fresh[k], source) for k in part], part)
+                inserted += whole
+                keys = keys[whole:]
             before = self._db.total_changes
-            cur.executemany(route.sql, rows)
+            self._db.executemany(
+                "INSERT OR IGNORE INTO staged (stream, source, origin, key, at_ns, kind, body) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [(name, src, source, k, fresh[k][0], kind_of(fresh[k][1]), encode(fresh[k][1]))
+                 for k in keys],
+            )  # fmt: skip
             added = self._db.total_changes - before
-            return added, len(rows) - added
-        assert route.row is not None
-        cur.execute(route.sql, route.row(event, source))
-        return (1, 0) if cur.rowcount == 1 else (0, 1)
+            inserted += added
+            duplicates += len(keys) - added
+            self._staged_counts()[(name, src)] += added
+        return inserted, duplicates, ignored
+
+    def _staged_any(self, stream: str, keys: list[str]) -> bool:
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            sql = f"SELECT 1 FROM staged WHERE stream = ? AND key IN ({','.join('?' * len(part))})"
+            if self._db.execute(sql + " LIMIT 1", [stream, *part]).fetchone():
+                return True
+        return False
+
+    def _not_in_blocks(
+        self, stream: str, src: str, group: dict[str, tuple[int, object]]
+    ) -> dict[str, tuple[int, object]]:
+        """The records of ``group`` no block holds: only blocks of the same source whose
+        time span covers one of them are looked into (usually the newest, already known)."""
+        if not group:
+            return group
+        times = [at for at, _ in group.values()]
+        rows = self._db.execute(
+            "SELECT id, data FROM blocks WHERE stream = ? AND source = ? AND max_at_ns >= ? "
+            "AND min_at_ns <= ?",
+            (stream, src, min(times), max(times)),
+        ).fetchall()
+        if not rows:
+            return group
+        held: set[str] = set()
+        for block_id, data in rows:
+            held |= self._block_keys(block_id, data, stream, src)
+        return {k: v for k, v in group.items() if k not in held}
+
+    def _block_keys(self, block_id: int, data: bytes, stream: str, src: str) -> frozenset[str]:
+        keys = self._keys.get(block_id)
+        if keys is None:
+            key = STREAMS[stream].key
+            keys = frozenset(key(e, s) for s, e in decode_block(data, source=src))
+            self._remember(block_id, keys)
+        return keys
+
+    def _remember(self, block_id: int, keys: frozenset[str]) -> None:
+        self._keys[block_id] = keys
+        while len(self._keys) > _KEY_CACHE_BLOCKS:
+            self._keys.pop(next(iter(self._keys)))
+
+    def _put_block(
+        self, stream: str, src: str, records: list[tuple[int, object, str]], keys: list[str]
+    ) -> None:
+        """One block of ``(at_ns, record, its source)``, in the caller's transaction."""
+        times = [at for at, _, _ in records]
+        own = [s for _, _, s in records]
+        data = encode_block([e for _, e, _ in records], own if set(own) != {src} else ())
+        cur = self._db.execute(
+            "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
+            "data) VALUES (?,?,?,?,?,?,?)",
+            (stream, src, min(times), max(times), time.time_ns(), len(records), data),
+        )
+        if cur.lastrowid is not None:
+            self._remember(cur.lastrowid, frozenset(keys))
+
+    def _compact_due(self, everything: bool = False) -> None:
+        """Move staged records into blocks where a source has a block's worth (all of them
+        with ``everything``: after a migration). The records are safe in ``staged`` already,
+        so a compaction that fails (a full disk) leaves them there and is tried again later."""
+        staged = self._staged_counts()
+        due = [
+            (stream, src)
+            for (stream, src), n in staged.items()
+            if n and stream in STREAMS and (everything or n >= STREAMS[stream].block_records)
+        ]
+        for stream, src in due:
+            try:
+                with self._db:
+                    self._compact(stream, src)
+                staged[(stream, src)] = 0
+            except sqlite3.Error as err:
+                log.warning("store %s: staged %s records of %r stay staged: %s",
+                            self.path, stream, src, err)  # fmt: skip
+                return
+
+    def _staged_counts(self) -> Counter[tuple[str, str]]:
+        """Staged records per stream and source, counted in SQL once and then kept up to
+        date by the writer (a count per write was most of an ingest's time)."""
+        if self._staged is None:
+            rows = self._db.execute(
+                "SELECT stream, source, count(*) FROM staged GROUP BY stream, source"
+            )
+            self._staged = Counter({(stream, src): n for stream, src, n in rows})
+        return self._staged
+
+    def compact(self) -> None:
+        """Compact every staged record into blocks now: the end of a bundle's ingest or of a
+        collector's run (what waits in ``staged`` takes about ten times the room)."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        self._compact_due(everything=True)
+        try:
+            self._db.executescript("PRAGMA incremental_vacuum;")  # give the room back
+        except sqlite3.Error as err:
+            log.warning("store %s: no room given back: %s", self.path, err)
+
+    def _compact(self, stream: str, src: str) -> None:
+        rows = self._db.execute(
+            "SELECT seq, key, origin, at_ns, kind, body FROM staged WHERE stream = ? "
+            "AND source = ? ORDER BY seq",
+            (stream, src),
+        ).fetchall()
+        size = STREAMS[stream].block_records
+        for i in range(0, len(rows), size):
+            part = rows[i : i + size]
+            self._put_block(
+                stream, src,
+                [(at, decode(kind, body), origin) for _, _, origin, at, kind, body in part],
+                [key for _, key, _, _, _, _ in part],
+            )  # fmt: skip
+        self._db.execute("DELETE FROM staged WHERE stream = ? AND source = ?", (stream, src))
 
     def save_findings(self, findings: Iterable[Finding]) -> None:
         """Record the findings of one detection pass; those of earlier passes that are not
@@ -208,10 +376,71 @@ class Store:
         return out
 
     # -- reading -----------------------------------------------------------------------
+    def _read(
+        self,
+        stream: str,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> list[tuple[str, int, object]]:
+        """``(source, at_ns, record)`` of one stream in ``[since_ns, until_ns)``, blocks in
+        the order they were written and then staged records in theirs (callers sort)."""
+        at = STREAMS[stream].at_ns
+        lo = -(1 << 63) if since_ns is None else since_ns
+        hi = (1 << 63) - 1 if until_ns is None else until_ns
+        out: list[tuple[str, int, object]] = []
+        blocks = self._db.execute(
+            "SELECT source, data FROM blocks WHERE stream = ? AND max_at_ns >= ? "
+            "AND min_at_ns < ? ORDER BY id",
+            (stream, lo, hi),
+        )
+        for src, data in blocks:
+            try:
+                records = decode_block(data, kinds, src)
+            except BlockError as err:
+                raise StoreError(f"store {self.path}: a damaged {stream} block: {err}") from None
+            out += [(s, t, r) for s, r in records if lo <= (t := at(r)) < hi]
+        sql = "SELECT origin, at_ns, kind, body FROM staged WHERE stream = ? AND at_ns >= ? "
+        sql += "AND at_ns < ?"
+        for src, t, kind, body in self._db.execute(sql + " ORDER BY seq", (stream, lo, hi)):
+            if kinds is None or kind in kinds:
+                out.append((src, t, decode(kind, body)))
+        return out
+
+    def _logs(
+        self, since_ns: int | None, until_ns: int | None, kinds: Collection[str] | None = None
+    ) -> list[tuple[str, int, object]]:
+        """Log records in time order, then file order (a log's times are not strictly
+        increasing: threads write them)."""
+        rows = self._read("log", since_ns, until_ns, kinds)
+        rows.sort(key=lambda r: (r[1], r[0], _offset(r[2])))
+        return rows
+
     def count(self, table: str) -> int:
+        """Records of one of the tables of schema 4 (:data:`TABLES`), or findings; samples
+        for ``metric_samples``."""
+        if table == "findings":
+            return int(self._db.execute("SELECT count(*) FROM findings").fetchone()[0])
         if table not in TABLES:
             raise ValueError(f"unknown table {table!r}")
-        return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+        stream = TABLES[table]
+        if table == "metric_samples":
+            scrapes = [s for _, _, s in self._read(stream) if isinstance(s, ev.MetricsScrape)]
+            return sum(len(s.samples) for s in scrapes)
+        (blocked,) = self._db.execute(
+            "SELECT coalesce(sum(records), 0) FROM blocks WHERE stream = ?", (stream,)
+        ).fetchone()
+        (staged,) = self._db.execute(
+            "SELECT count(*) FROM staged WHERE stream = ?", (stream,)
+        ).fetchone()
+        return int(blocked) + int(staged)
+
+    def records(self) -> Iterator[tuple[str, str, object]]:
+        """``(stream, source, record)`` of everything stored, decoded: for an audit that must
+        see inside the compressed blocks (what a payload scan reads)."""
+        for stream in STREAMS:
+            for src, _, record in self._read(stream):
+                yield stream, src, record
 
     def log_records(
         self,
@@ -221,121 +450,87 @@ class Store:
         request_id: str | None = None,
     ) -> Iterator[object]:
         """Log events in time order (then file order), decoded to their dataclasses."""
-        where: list[str] = []
-        args: list[str | int] = []
-        if kinds is not None:
-            names = list(kinds)
-            where.append(f"kind IN ({','.join('?' * len(names))})")
-            args += names
-        if since_ns is not None:
-            where.append("at_ns >= ?")
-            args.append(since_ns)
-        if until_ns is not None:
-            where.append("at_ns < ?")
-            args.append(until_ns)
-        if request_id is not None:
-            where.append("request_id = ?")
-            args.append(request_id)
-        sql = "SELECT kind, body FROM log_records"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY at_ns, source, offset"
-        for kind, body in self._db.execute(sql, args):
-            yield decode(kind, body)
+        wanted = None if kinds is None else frozenset(kinds)
+        for _, _, record in self._logs(since_ns, until_ns, wanted):
+            if request_id is None or getattr(record, "request_id", None) == request_id:
+                yield record
 
     def metric_samples(
         self, name: str, since_ns: int | None = None, until_ns: int | None = None
     ) -> Iterator[tuple[str, int, ev.MetricSample]]:
         """``(target, at_ns, sample)`` for one sample name, in time order."""
-        sql = "SELECT target, at_ns, body FROM metric_samples WHERE name = ?"
-        args: list[object] = [name]
-        if since_ns is not None:
-            sql += " AND at_ns >= ?"
-            args.append(since_ns)
-        if until_ns is not None:
-            sql += " AND at_ns < ?"
-            args.append(until_ns)
-        for target, at_ns, body in self._db.execute(sql + " ORDER BY at_ns", args):
-            yield target, at_ns, decode("MetricSample", body)  # type: ignore[misc]
+        for scrape in self._scrapes_of("metrics", since_ns, until_ns):
+            assert isinstance(scrape, ev.MetricsScrape)
+            for sample in scrape.samples:
+                if sample.name == name:
+                    yield scrape.target, scrape.at_ns, sample
 
-    def _bodies(
-        self, table: str, kind: str, order: str, since: tuple[str, int] | None = None
-    ) -> Iterator[object]:
-        where, args = "", []
-        if since is not None:
-            where, args = f" WHERE {since[0]} >= ?", [since[1]]
-        sql = f"SELECT body FROM {table}{where} ORDER BY {order}"
-        for (body,) in self._db.execute(sql, args):
-            yield decode(kind, body)
+    def _scrapes_of(
+        self, stream: str, since_ns: int | None, until_ns: int | None = None
+    ) -> list[object]:
+        rows = self._read(stream, since_ns, until_ns)
+        rows.sort(key=lambda r: (r[1], r[0]))
+        return [r for _, _, r in rows]
 
     def scrapes(self, since_ns: int | None = None) -> Iterator[ev.ScrapeStatus]:
-        since = None if since_ns is None else ("at_ns", since_ns)
-        yield from self._bodies("scrapes", "ScrapeStatus", "at_ns", since)  # type: ignore[misc]
+        yield from self._scrapes_of("scrapes", since_ns)  # type: ignore[misc]
 
     def model_stats(self, since_ns: int | None = None) -> Iterator[ev.ModelStats]:
-        since = None if since_ns is None else ("at_ns", since_ns)
-        yield from self._bodies("model_stats", "ModelStats", "at_ns", since)  # type: ignore[misc]
+        yield from self._scrapes_of("stats", since_ns)  # type: ignore[misc]
 
     def metric_scrapes(self, since_ns: int) -> Iterator[ev.MetricsScrape]:
-        """Stored samples regrouped into the scrapes they came from, in time order."""
-        sql = (
-            "SELECT target, at_ns, body FROM metric_samples WHERE at_ns >= ? ORDER BY at_ns, target"
-        )
-        key: tuple[str, int] | None = None
-        samples: list[ev.MetricSample] = []
-        for target, at_ns, body in self._db.execute(sql, (since_ns,)):
-            if key is not None and key != (target, at_ns):
-                yield ev.MetricsScrape(key[1], key[0], tuple(samples))
-                samples = []
-            key = (target, at_ns)
-            samples.append(decode("MetricSample", body))  # type: ignore[arg-type]
-        if key is not None:
-            yield ev.MetricsScrape(key[1], key[0], tuple(samples))
+        """The scrapes stored from ``since_ns`` on, in time order."""
+        yield from self._scrapes_of("metrics", since_ns)  # type: ignore[misc]
 
     def log_rows(
         self, since_ns: int, until_ns: int | None = None, request_ids: Iterable[str] = ()
     ) -> Iterator[tuple[str, object]]:
         """``(source, record)`` from ``since_ns`` on, or of the given request ids only."""
-        ids = list(request_ids)
-        sql = "SELECT source, kind, body FROM log_records WHERE at_ns >= ?"
-        args: list[object] = [since_ns]
-        if until_ns is not None:
-            sql += " AND at_ns < ?"
-            args.append(until_ns)
-        if ids:
-            sql += f" AND request_id IN ({','.join('?' * len(ids))})"
-            args += ids
-        for source, kind, body in self._db.execute(sql + " ORDER BY at_ns, source, offset", args):
-            yield source, decode(kind, body)
+        ids = frozenset(request_ids)
+        for source, _, record in self._logs(since_ns, until_ns):
+            if not ids or getattr(record, "request_id", None) in ids:
+                yield source, record
 
     def open_request_ids(self, since_ns: int, until_ns: int) -> list[str]:
         """Ids with more lifecycles begun than released between two instants (queued or
-        executing at ``until_ns``), counted in SQL so that nothing is decoded."""
-        sql = """
-            SELECT request_id FROM log_records
-            WHERE at_ns >= ? AND at_ns < ? AND request_id IS NOT NULL AND request_id != ''
-              AND kind IN ('RequestPrepared', 'RequestStateChange')
-            GROUP BY request_id
-            HAVING max(sum(kind = 'RequestPrepared'),
-                       sum(kind = 'RequestStateChange'
-                           AND json_extract(body, '$.to_state') = 'PENDING'))
-                 > sum(kind = 'RequestStateChange'
-                       AND json_extract(body, '$.to_state') = 'RELEASED')
-        """
-        return [rid for (rid,) in self._db.execute(sql, (since_ns, until_ns))]
+        executing at ``until_ns``); only the two kinds that say so are decoded."""
+        begun: Counter[str] = Counter()
+        pending: Counter[str] = Counter()
+        released: Counter[str] = Counter()
+        for _, _, rec in self._read("log", since_ns, until_ns, _LIFECYCLE):
+            rid = getattr(rec, "request_id", None)
+            if not rid:
+                continue
+            if isinstance(rec, ev.RequestPrepared):
+                begun[rid] += 1
+            elif isinstance(rec, ev.RequestStateChange):
+                if rec.to_state == "PENDING":
+                    pending[rid] += 1
+                elif rec.to_state == "RELEASED":
+                    released[rid] += 1
+        ids = set(begun) | set(pending)
+        return sorted(r for r in ids if max(begun[r], pending[r]) > released[r])
 
     def trace_spans(self) -> Iterator[ev.TraceSpan]:
-        yield from self._bodies("trace_spans", "TraceSpan", "source, trace_id")  # type: ignore[misc]
+        rows = self._read("traces")
+        rows.sort(key=lambda r: (r[0], r[2].trace_id))  # type: ignore[attr-defined]
+        for _, _, span in rows:
+            yield span  # type: ignore[misc]
 
     def otlp_spans(self, since_ns: int | None = None) -> Iterator[ev.OtlpSpan]:
-        since = None if since_ns is None else ("start_ns", since_ns)
-        yield from self._bodies("otlp_spans", "OtlpSpan", "start_ns", since)  # type: ignore[misc]
+        yield from self._scrapes_of("otlp", since_ns)  # type: ignore[misc]
 
     def time_range(self) -> tuple[int, int] | None:
-        """Earliest and latest event time across tables (ns), ``None`` when empty."""
+        """Earliest and latest wall-clock event time across streams (ns), ``None`` when
+        empty (Triton trace files' monotonic times are not wall-clock)."""
+        walls = [s.name for s in STREAMS.values() if s.wall_clock]
+        marks = ",".join("?" * len(walls))
         lows, highs = [], []
-        for table, col in TIME_COLUMNS.items():
-            lo, hi = self._db.execute(f"SELECT min({col}), max({col}) FROM {table}").fetchone()
+        for sql in (
+            f"SELECT min(min_at_ns), max(max_at_ns) FROM blocks WHERE stream IN ({marks})",
+            f"SELECT min(at_ns), max(at_ns) FROM staged WHERE stream IN ({marks})",
+        ):
+            lo, hi = self._db.execute(sql, walls).fetchone()
             if lo is not None:
                 lows.append(lo)
                 highs.append(hi)
@@ -343,8 +538,10 @@ class Store:
 
     def latest_log_ns(self) -> int | None:
         """Time of the newest stored log record: how far the log is known to be complete."""
-        row = self._db.execute("SELECT max(at_ns) FROM log_records").fetchone()
-        return None if row[0] is None else int(row[0])
+        (a,) = self._db.execute("SELECT max(max_at_ns) FROM blocks WHERE stream = 'log'").fetchone()
+        (b,) = self._db.execute("SELECT max(at_ns) FROM staged WHERE stream = 'log'").fetchone()
+        known = [int(v) for v in (a, b) if v is not None]
+        return max(known) if known else None
 
     # -- housekeeping --------------------------------------------------------------------
     def size_bytes(self) -> int:
@@ -373,28 +570,54 @@ class Store:
         self, max_age_s: float | None, max_bytes: int | None, now_ns: int | None
     ) -> int:
         deleted = 0
+        now = now_ns if now_ns is not None else time.time_ns()
         with self._db:
             if max_age_s is not None:
-                cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(max_age_s * 1e9)
-                for table, col in TIME_COLUMNS.items():
-                    cur = self._db.execute(f"DELETE FROM {table} WHERE {col} < ?", (cutoff,))
-                    deleted += cur.rowcount
+                cutoff = now - int(max_age_s * 1e9)
+                for stream in STREAMS.values():
+                    column = "max_at_ns" if stream.wall_clock else "written_ns"
+                    deleted += self._delete_blocks(
+                        f"stream = ? AND {column} < ?", (stream.name, cutoff)
+                    )
+                    if stream.wall_clock:
+                        deleted += self._db.execute(
+                            "DELETE FROM staged WHERE stream = ? AND at_ns < ?",
+                            (stream.name, cutoff),
+                        ).rowcount
         self._db.executescript("PRAGMA incremental_vacuum;")
         for _ in range(60):
             if max_bytes is None or self.size_bytes() <= max_bytes:
                 break
             removed = 0
             with self._db:
-                for table, col in TIME_COLUMNS.items():
-                    # The oldest tenth of each table's rows, whatever their time spread.
-                    cur = self._db.execute(
-                        f"DELETE FROM {table} WHERE {col} <= (SELECT {col} FROM {table} "
-                        f"ORDER BY {col} LIMIT 1 OFFSET (SELECT count(*) / 10 FROM {table}))"
+                for stream in STREAMS.values():
+                    # The oldest tenth of each stream's blocks and staged records.
+                    column = "max_at_ns" if stream.wall_clock else "written_ns"
+                    removed += self._delete_blocks(
+                        f"stream = ? AND id IN (SELECT id FROM blocks WHERE stream = ? ORDER BY "
+                        f"{column} LIMIT max(1, (SELECT count(*) / 10 FROM blocks WHERE "
+                        "stream = ?)))",
+                        (stream.name, stream.name, stream.name),
                     )
-                    removed += cur.rowcount
+                    removed += self._db.execute(
+                        "DELETE FROM staged WHERE seq IN (SELECT seq FROM staged WHERE stream = ?"
+                        " ORDER BY at_ns LIMIT max(1, (SELECT count(*) / 10 FROM staged WHERE "
+                        "stream = ?)))",
+                        (stream.name, stream.name),
+                    ).rowcount
             deleted += removed
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.executescript("PRAGMA incremental_vacuum;")
             if not removed:
                 break
         return deleted
+
+    def _delete_blocks(self, where: str, args: tuple[object, ...]) -> int:
+        """Delete the blocks matching ``where``; the number of records they held."""
+        self._staged = None  # retention deletes staged rows too: counted again when needed
+        (records,) = self._db.execute(
+            f"SELECT coalesce(sum(records), 0) FROM blocks WHERE {where}", args
+        ).fetchone()
+        self._db.execute(f"DELETE FROM blocks WHERE {where}", args)
+        self._keys.clear()
+        return int(records)

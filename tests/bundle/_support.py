@@ -16,6 +16,7 @@ from pathlib import Path
 
 from observability.bundle.ingest import ingest
 from observability.store import Store
+from observability.store.blocks import decode_block
 
 __all__ = [
     "FIXTURES",
@@ -94,11 +95,19 @@ def make_tar(path: Path, members: Iterable[Member], mode: str = "w:gz") -> Path:
 
 
 def store_rows(path: Path) -> dict[str, set[tuple[object, ...]]]:
-    """Every row of every table, read with sqlite3 itself (not the Store under test)."""
+    """Every row of every table, read with sqlite3 itself (not the Store under test); a
+    block as what it holds (its records decoded), not its row id or when it was written."""
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {t: set(db.execute(f"SELECT * FROM {t}")) for t in tables}
+        rows = {t: set(db.execute(f"SELECT * FROM {t}")) for t in tables if t != "blocks"}
+        rows["blocks"] = {
+            (stream, source, lo, hi, n, repr(decode_block(data)))
+            for stream, source, lo, hi, n, data in db.execute(
+                "SELECT stream, source, min_at_ns, max_at_ns, records, data FROM blocks"
+            )
+        }
+        return rows
     finally:
         db.close()
 

@@ -26,7 +26,6 @@ import contextlib
 import gzip
 import json
 import secrets
-import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -201,18 +200,9 @@ class _Rig:
             return bad.status, []
         return status, self.local.drain()
 
-    def rows(self, spans: list[OtlpSpan]) -> list[tuple[Any, ...]]:
-        keys = [(s.trace_id, s.span_id) for s in spans]
-        db = sqlite3.connect(self.store.path)
-        try:
-            return [
-                db.execute(
-                    "SELECT * FROM otlp_spans WHERE trace_id = ? AND span_id = ?", key
-                ).fetchone()
-                for key in keys
-            ]
-        finally:
-            db.close()
+    def rows(self, spans: list[OtlpSpan]) -> list[OtlpSpan | None]:
+        stored = {(s.trace_id, s.span_id): s for s in self.store.otlp_spans()}
+        return [stored.get((s.trace_id, s.span_id)) for s in spans]
 
     def close(self) -> None:
         self.receiver.stop()

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from observability.store import Store
 from tests.security.conftest import SecurityRun
 
 pytestmark = pytest.mark.lab
@@ -58,13 +59,16 @@ def leaks(marker: bytes, haystack: bytes) -> list[str]:
 
 
 def _store_text(path: Path) -> bytes:
-    """Every row of every table, as text: what a reader of the store sees."""
+    """Every row of every table, as text, and every record decoded out of the compressed
+    blocks (a search of the raw rows alone would not see inside them)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         rows = [repr(row) for t in tables for row in con.execute(f'SELECT * FROM "{t}"')]
     finally:
         con.close()
+    with Store(path, readonly=True) as store:
+        rows += [repr(record) for record in store.records()]
     return "\n".join(rows).encode()
 
 
@@ -98,11 +102,8 @@ def test_the_store_holds_ids_but_no_payload(security_run: SecurityRun) -> None:
 
 
 def _rows(path: Path, table: str) -> int:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
-    finally:
-        con.close()
+    with Store(path, readonly=True) as store:
+        return store.count(table)
 
 
 def test_exported_spans_describe_tensors_but_carry_none(security_run: SecurityRun) -> None:

@@ -29,12 +29,13 @@ from pathlib import Path
 
 import pytest
 
+from observability import events as ev
 from observability.catalogue import schedule
 from observability.lab import LabConfig, TritonLab, demo_repository
 from observability.load import LoadConfig, Outcome, Status, TritonClient, run_load
 from observability.load.runner import set_cold_start
 from observability.load.workload import inputs_for
-from observability.store import Store
+from observability.store import Store, StoreError
 from tests.soak.harness import (
     GARBAGE_EXCEPTION,
     CollectorProcess,
@@ -315,25 +316,20 @@ class Soak:
             ]  # fmt: skip
         t0, found = time.monotonic(), 0
         try:
-            db = sqlite3.connect(f"file:{self.store_path}?mode=ro", uri=True, timeout=30)
-            try:
+            with Store(self.store_path, readonly=True, timeout_s=30) as db:
                 wanted = set(todo)
-                ids = sorted({rid for rid, _ in todo})
-                for i in range(0, len(ids), 500):
-                    chunk = ids[i : i + 500]
-                    rows = db.execute(
-                        "SELECT request_id, model, count(*), min(at_ns) FROM log_records "
-                        "WHERE kind = 'RequestPrepared' AND request_id IN "
-                        f"({','.join('?' * len(chunk))}) GROUP BY request_id, model",
-                        chunk,
-                    )
-                    for rid, model, n, at_ns in rows:
-                        if (rid, model) in wanted:  # not a BLS child that shares the id
-                            self.confirmed[(rid, model)] = (n, at_ns)
-                            found += 1
-            finally:
-                db.close()
-        except sqlite3.Error as e:  # the run goes on; the final count is then the judge
+                ids = {rid for rid, _ in todo}
+                seen: dict[tuple[str, str], tuple[int, int]] = {}
+                for rec in db.log_records(kinds=["RequestPrepared"]):
+                    assert isinstance(rec, ev.RequestPrepared)
+                    key = (rec.request_id, rec.model)
+                    if rec.request_id in ids and key in wanted:  # not a child sharing the id
+                        n, at_ns = seen.get(key, (0, rec.header.at_ns))
+                        seen[key] = (n + 1, min(at_ns, rec.header.at_ns))
+                for key, value in seen.items():
+                    self.confirmed[key] = value
+                    found += 1
+        except (sqlite3.Error, StoreError) as e:  # the run goes on; the final count judges
             self.notes.append(f"ledger check skipped: {e}")
             return
         self.ledger_checks.append(
@@ -475,25 +471,16 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
             shutil.copyfile(part, tmp_path / part.name)
 
     # -- the store: every request Triton received, exactly once ------------------------------
-    db = sqlite3.connect(f"file:{soak.store_path}?mode=ro", uri=True)
-    prepared = Counter(
-        (rid, model)
-        for rid, model in db.execute(
-            "SELECT request_id, model FROM log_records WHERE kind = 'RequestPrepared' "
-            "AND request_id LIKE 'soak-%'"
-        )
-    )
     with Store(soak.store_path, readonly=True) as store:
+        records = [
+            r for r in store.log_records(kinds=["RequestPrepared"])
+            if isinstance(r, ev.RequestPrepared)
+        ]  # fmt: skip
         findings = store.findings()
-    oldest_ns = (
-        db.execute("SELECT min(at_ns) FROM log_records WHERE kind = 'RequestPrepared'").fetchone()[
-            0
-        ]
-        or 0
-    )
-    otlp_spans = db.execute("SELECT count(*) FROM otlp_spans").fetchone()[0]
-    trace_spans = db.execute("SELECT count(*) FROM trace_spans").fetchone()[0]
-    db.close()
+        otlp_spans = store.count("otlp_spans")
+        trace_spans = store.count("trace_spans")
+    prepared = Counter((r.request_id, r.model) for r in records if r.request_id.startswith("soak-"))
+    oldest_ns = min((r.header.at_ns for r in records), default=0)
     sent = list(soak.outcomes)
     delivered = [o for o in sent if _delivered(o)]
 

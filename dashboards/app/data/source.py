@@ -142,11 +142,12 @@ def estimate_clock_offset(store: Store, limit: int = 200) -> int | None:
         if len(starts) >= limit:
             break
     diffs = []
-    for rid, mono in starts.items():
-        for rec in store.log_records(kinds=["RequestStateChange"], request_id=rid):
-            if getattr(rec, "to_state", "") == "PENDING":
-                diffs.append(rec.header.at_ns - mono)  # type: ignore[attr-defined]
-                break
+    seen: set[str] = set()
+    for rec in store.log_records(kinds=["RequestStateChange"]):  # one pass, not one per id
+        rid = getattr(rec, "request_id", "")
+        if rid in starts and rid not in seen and getattr(rec, "to_state", "") == "PENDING":
+            seen.add(rid)
+            diffs.append(rec.header.at_ns - starts[rid])  # type: ignore[attr-defined]
     return int(statistics.median(diffs)) if diffs else None
 
 

@@ -93,7 +93,8 @@ _FILES = {
 }
 _STUB_RE = re.compile(
     rb".*?Stub process '(?P<sinst>[^']*)'"
-    rb"|Failed to initialize Python stub| Non-graceful termination",
+    rb"|Failed to initialize Python stub| Non-graceful termination"
+    rb"|Stub process is unhealthy and it will be restarted|Stub process is not healthy",
     re.DOTALL,
 )
 """Stub health anywhere in a message that no file-specific shape claimed."""
