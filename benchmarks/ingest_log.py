@@ -2,8 +2,8 @@
 
 It measures what ``triton-obs ingest`` and ``analyze`` run: the log is written as a bundle's
 ``triton.log`` and ingested by :func:`observability.bundle.ingest.ingest` (bounded line
-reads, the parser, batches of one store block, compressed blocks with idempotent keys). The baseline is parsing
-alone in the same process, so the ratio is the share of the parse rate that survives
+reads, the parser, batches of one store block, compressed with idempotent keys). The baseline
+is parsing alone in the same process, so the ratio is the share of the parse rate that survives
 storing; its complement bounds what any faster parser could gain end to end.
 Run: ``python -m benchmarks.ingest_log [--lines N]``.
 """

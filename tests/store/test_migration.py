@@ -38,7 +38,7 @@ def _old_records(path: Path) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {
             "log": [
                 encode(decode(k, b)) for k, b in db.execute("SELECT kind, body FROM log_records")
-            ],  # noqa: E501
+            ],
             "scrapes": [b for (b,) in db.execute("SELECT body FROM scrapes")],
             "stats": [b for (b,) in db.execute("SELECT body FROM model_stats")],
             "traces": [b for (b,) in db.execute("SELECT body FROM trace_spans")],
