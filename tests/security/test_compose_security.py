@@ -156,22 +156,87 @@ def test_no_secret_has_a_value_or_a_default() -> None:
     assert not re.search(r"\$\{\w*(PASSW|SECRET|TOKEN)\w*:?-", COMPOSE_TEXT, re.I)
 
 
-@pytest.mark.parametrize("path", sorted(p.relative_to(ROOT) for p in (ROOT / "deploy").rglob("*")
-                                        if p.is_file()))  # fmt: skip
-def test_deploy_files_hold_no_credentials(path: Path) -> None:
-    config = yaml.safe_load((ROOT / path).read_text())
+NOT_A_CREDENTIAL = {"automountServiceAccountToken", "secretKeyRef", "secretName"}
+"""Keys that match SECRET_NAME and hold a setting or a reference, not a secret: a pod's API
+token on or off, the name of a Kubernetes Secret to read one from."""
+_DOCKER_SECRET = re.compile(r"(?im)^\s*(?:ENV|ARG)\s+(\S*)")
+
+
+def credentials_in(text: str, name: str) -> list[str]:
+    """Where ``text`` (the file ``name``) holds a credential: a secret-looking key with a value
+    (``password:``, ``basic_auth:``), an environment variable with a secret-looking name given
+    a literal ``value`` instead of a ``secretKeyRef``, a Kubernetes ``Secret`` with data, or a
+    Dockerfile ``ENV``/``ARG`` with a secret-looking name. Every YAML document of the file is
+    read: the Kubernetes manifests hold several."""
+    if not name.endswith((".yml", ".yaml")):
+        return [
+            f"{name}: {line.strip()} sets a secret"
+            for line in text.splitlines()
+            for var in _DOCKER_SECRET.findall(line)
+            if SECRET_NAME.search(var)
+        ]
+    found: list[str] = []
 
     def walk(value: Any, where: str) -> None:
         if isinstance(value, dict):
+            env_name = value.get("name")
+            if (
+                isinstance(env_name, str)
+                and SECRET_NAME.search(env_name)
+                and "value" in value
+                and not str(value["value"]).startswith("/")  # a path to a mounted secret
+            ):
+                found.append(f"{name}: {where} sets {env_name} to a literal")
             for key, item in value.items():
+                if str(key) in NOT_A_CREDENTIAL:
+                    continue
                 if SECRET_NAME.search(str(key)) or str(key) in ("basic_auth", "authorization"):
-                    raise AssertionError(f"{path}: {where}.{key} holds a credential")
+                    found.append(f"{name}: {where}.{key} holds a credential")
                 walk(item, f"{where}.{key}")
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 walk(item, f"{where}[{i}]")
 
-    walk(config, "")
+    for index, document in enumerate(yaml.safe_load_all(text)):
+        if (
+            isinstance(document, dict)
+            and document.get("kind") == "Secret"
+            and (document.get("data") or document.get("stringData"))
+        ):
+            found.append(f"{name}: document {index} is a Secret with data")
+        walk(document, f"[{index}]")
+    return found
+
+
+DEPLOY_FILES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "deploy").rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", DEPLOY_FILES)
+def test_deploy_files_hold_no_credentials(path: str) -> None:
+    text = (ROOT / path).read_text()
+    assert credentials_in(text, path) == []
+    if path.endswith((".yml", ".yaml")):
+        assert [d for d in yaml.safe_load_all(text) if d is not None], f"{path}: no document read"
+
+
+def test_the_credential_check_reads_every_document() -> None:
+    """A credential in any document of a multi-document manifest, in any of the forms the
+    check names, is caught; the settings that merely look like one are not."""
+    clean = (ROOT / "deploy/kubernetes/daemonset/watch.yaml").read_text()
+    assert clean.count("\n---\n") >= 1 and credentials_in(clean, "watch.yaml") == []
+    planted = [
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {api_key: abc}\n",
+        "---\napiVersion: v1\nkind: Secret\nmetadata: {name: x}\nstringData: {a: b}\n",
+        "---\nspec:\n  containers:\n  - env:\n    - {name: GRAFANA_PASSWORD, value: hunter2}\n",
+        "---\nscrape_configs:\n- basic_auth: {username: u}\n",
+    ]
+    for extra in planted:
+        assert credentials_in(clean + extra, "watch.yaml"), extra
+    secret_ref = {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+    from_secret = yaml.safe_dump({"env": [{"name": "API_TOKEN", **secret_ref}]})
+    assert credentials_in(from_secret, "x.yaml") == []
+    assert credentials_in("FROM x\nENV HF_TOKEN=abc\n", "Dockerfile")
+    assert credentials_in("FROM x\nENV LANG=C.UTF-8\n", "Dockerfile") == []
 
 
 def test_grafana_has_no_other_door() -> None:
