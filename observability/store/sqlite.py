@@ -49,6 +49,9 @@ ones a live collector's next records can overlap)."""
 _BLOCKS_SINCE = 5
 """The schema that keeps records as blocks."""
 
+_CACHE_RECORDS = 300_000
+"""Decoded records a store keeps for readers that ask again (~100 MB at most)."""
+
 _LIFECYCLE = frozenset({"RequestPrepared", "RequestStateChange"})
 
 
@@ -84,6 +87,8 @@ class Store:
         self.readonly = readonly
         self._keys: dict[int, frozenset[str]] = {}
         self._staged: Counter[tuple[str, str]] | None = None
+        self._cache: dict[tuple[int, int, frozenset[str] | None], list[tuple[str, object]]] = {}
+        self._cached = 0
         try:
             if readonly:
                 if not self.path.exists():
@@ -390,15 +395,13 @@ class Store:
         hi = (1 << 63) - 1 if until_ns is None else until_ns
         out: list[tuple[str, int, object]] = []
         blocks = self._db.execute(
-            "SELECT source, data FROM blocks WHERE stream = ? AND max_at_ns >= ? "
+            "SELECT id, written_ns, source, data FROM blocks WHERE stream = ? AND max_at_ns >= ? "
             "AND min_at_ns < ? ORDER BY id",
             (stream, lo, hi),
         )
-        for src, data in blocks:
-            try:
-                records = decode_block(data, kinds, src)
-            except BlockError as err:
-                raise StoreError(f"store {self.path}: a damaged {stream} block: {err}") from None
+        wanted = None if kinds is None else frozenset(kinds)
+        for block_id, written, src, data in blocks:
+            records = self._decoded(block_id, written, src, data, wanted, stream)
             out += [(s, t, r) for s, r in records if lo <= (t := at(r)) < hi]
         sql = "SELECT origin, at_ns, kind, body FROM staged WHERE stream = ? AND at_ns >= ? "
         sql += "AND at_ns < ?"
@@ -406,6 +409,30 @@ class Store:
             if kinds is None or kind in kinds:
                 out.append((src, t, decode(kind, body)))
         return out
+
+    def _decoded(
+        self,
+        block_id: int,
+        written_ns: int,
+        src: str,
+        data: bytes,
+        kinds: frozenset[str] | None,
+        stream: str,
+    ) -> list[tuple[str, object]]:
+        """A block's records, decoded once for a reader that asks again (a detector pass
+        reads the metrics stream once per sample name); blocks never change once written."""
+        key = (block_id, written_ns, kinds)
+        hit = self._cache.pop(key, None)
+        if hit is None:
+            try:
+                hit = decode_block(data, kinds, src)
+            except BlockError as err:
+                raise StoreError(f"store {self.path}: a damaged {stream} block: {err}") from None
+            self._cached += len(hit)
+        self._cache[key] = hit
+        while self._cached > _CACHE_RECORDS and len(self._cache) > 1:
+            self._cached -= len(self._cache.pop(next(iter(self._cache))))
+        return hit
 
     def _logs(
         self, since_ns: int | None, until_ns: int | None, kinds: Collection[str] | None = None
