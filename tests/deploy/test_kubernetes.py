@@ -1,9 +1,10 @@
 """deploy/kubernetes without a cluster: rendered == checked in, every object valid against the
 Kubernetes schemas (kubernetes-validate, strict) or the Prometheus Operator's CRD schemas
 (vendored in ``crds/``), images pinned as compose.yaml pins them, nothing privileged, root or
-on the host's network, RBAC no wider than pods get/list/watch, the PrometheusRules equal to the
-rule files, the dashboard ConfigMaps equal to the dashboards' JSON, and the watch and triage
-arguments accepted by today's CLI.
+on the host's network, no RBAC beyond a token-less service account, watch's port closed to all
+but Prometheus and the triage app, the PrometheusRules equal to the rule files, the dashboard
+ConfigMaps equal to the dashboards' JSON, and the watch and triage arguments accepted by
+today's CLI.
 
 ``crds/*.json`` are the ``openAPIV3Schema`` of prometheus-operator's
 ``example/prometheus-operator-crd/monitoring.coreos.com_{podmonitors,prometheusrules}.yaml`` at
@@ -168,9 +169,12 @@ def test_schema_valid(item: tuple[str, Obj], version: str) -> None:
 def test_kinds_are_known() -> None:
     """Every kind is checked by one of the two schema sources, none skipped."""
     for obj in ALL:
-        assert obj["apiVersion"] in ("v1", "apps/v1", "rbac.authorization.k8s.io/v1") or (
-            (obj["apiVersion"], obj["kind"]) in CRD_SCHEMAS
-        ), obj["kind"]
+        assert obj["apiVersion"] in (
+            "v1",
+            "apps/v1",
+            "rbac.authorization.k8s.io/v1",
+            "networking.k8s.io/v1",
+        ) or ((obj["apiVersion"], obj["kind"]) in CRD_SCHEMAS), obj["kind"]
 
 
 @pytest.mark.parametrize(
@@ -252,32 +256,36 @@ def test_containers_are_hardened_and_bounded(where: str, container: Obj, spec: O
 
 
 @pytest.mark.parametrize("where,spec", _pod_specs())
-def test_host_paths_are_only_the_pod_logs_read_only(where: str, spec: Obj) -> None:
-    host = {v["name"]: v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v}
-    assert set(host.values()) <= {"/var/log/pods"}, where
+def test_host_paths_are_the_pod_logs_read_only_and_the_daemonsets_data(
+    where: str, spec: Obj
+) -> None:
+    """The node's pod logs, read-only; and, in the DaemonSet only, its own data folder (the
+    stores and tail checkpoints that outlive the pod), mounted nowhere else."""
+    host = {v["name"]: v["hostPath"] for v in spec.get("volumes", []) if "hostPath" in v}
+    allowed = {"/var/log/pods"} | ({k8s.NODE_DATA} if where.startswith("DaemonSet/") else set())
+    assert {h["path"] for h in host.values()} <= allowed, where
     for container in spec["containers"]:
         for mount in container.get("volumeMounts", []):
-            if mount["name"] in host:
+            if mount["name"] not in host:
+                continue
+            if host[mount["name"]]["path"] == k8s.NODE_DATA:
+                assert mount["mountPath"] == "/data", f"{where}: {mount}"
+                assert host[mount["name"]]["type"] == "DirectoryOrCreate"
+            else:
                 assert mount.get("readOnly") is True, f"{where}: {mount}"
 
 
-def test_rbac_reads_pods_and_nothing_else() -> None:
-    assert not _kinds("ClusterRole") and not _kinds("ClusterRoleBinding")
-    (role,) = _kinds("Role")
-    assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
-    ]
-    (binding,) = _kinds("RoleBinding")
-    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+def test_no_rbac_and_no_api_token() -> None:
+    """watch finds its node's pods in the kubelet's log folder: it calls no API, so it has a
+    service account of its own with no Role bound and no token mounted."""
+    for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+        assert not _kinds(kind), kind
     (account,) = _kinds("ServiceAccount")
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": "triton"}
-    ]
+    assert account["automountServiceAccountToken"] is False
     (daemonset,) = _kinds("DaemonSet")
     assert (
         daemonset["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
     )
-    # Every other workload runs without an API token.
     for where, spec in _pod_specs():
         assert spec.get("automountServiceAccountToken") is False, where
 
@@ -371,15 +379,11 @@ def test_pod_monitors_scrape_the_jobs_the_rules_select() -> None:
 
 
 def _env_values(container: Obj) -> dict[str, str]:
-    """What the kubelet substitutes for $(VAR) in args: the target ConfigMap's values, a pod
-    IP for the downward API."""
-    (target,) = [o for o in _kinds("ConfigMap") if o["metadata"]["name"].endswith("-target")]
+    """What the kubelet substitutes for $(VAR) in args: a pod IP for the downward API."""
     values = {}
     for env in container.get("env", []):
         ref = env.get("valueFrom", {})
-        if "configMapKeyRef" in ref:
-            values[env["name"]] = target["data"][ref["configMapKeyRef"]["key"]]
-        elif "fieldRef" in ref:
+        if "fieldRef" in ref:
             values[env["name"]] = "10.1.2.3"
         else:
             values[env["name"]] = env["value"]
@@ -403,22 +407,204 @@ def test_our_containers_args_parse_with_todays_cli(name: str) -> None:
 
     group = typer.main.get_command(app)
     for where, container, _ in _containers():
-        if container["name"] != name:
-            continue
+        if container["name"] != name or "args" not in container:
+            continue  # the DaemonSet's data check runs a shell, not triton-obs
         args = _args(container)
         command = group.commands[args[0]]  # type: ignore[attr-defined]
         ctx = command.make_context(args[0], args[1:])
         assert ctx.params, where
-        if args[0] == "watch":
+        if args[0] != "watch":
+            continue
+        assert ctx.params["port"] == k8s.WATCH_PORT and ctx.params["host"] == "10.1.2.3"
+        if where.startswith("DaemonSet/"):
+            # Many Tritons: a folder of stores, the pods found by their logs.
+            assert ctx.params["store"] == Path("/data") and ctx.params["pod_logs"]
+            assert not (ctx.params["url"] or ctx.params["metrics_url"] or ctx.params["log"])
+            # What the documented overlay adds: the targets file from its ConfigMap.
+            extra = [f"--targets={k8s.TARGETS_DIR}/targets.yaml"]
+            ctx = command.make_context(args[0], args[1:] + extra)
+            assert ctx.params["targets"] == Path(k8s.TARGETS_DIR) / "targets.yaml"
+        else:
             assert ctx.params["store"] == Path("/data/triton-obs.db")
-            assert ctx.params["port"] == k8s.WATCH_PORT and ctx.params["host"] == "10.1.2.3"
             assert ctx.params["url"] and ctx.params["metrics_url"] and ctx.params["log"]
 
 
-def test_daemonset_reads_cri_logs_from_var_log_pods() -> None:
+def _daemonset_watch() -> Obj:
     (daemonset,) = _kinds("DaemonSet")
     (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_daemonset_follows_the_triton_containers_logs_of_its_node(tmp_path: Path) -> None:
+    """--pod-logs is a glob of the kubelet's folder for the containers named as the sidecar
+    overlay's Triton container; on a kubelet-like tree it finds the Triton pods by namespace
+    and name, and no other container's logs."""
+    from observability.fleet import discover_pods, pod_log_pattern
+
+    args = _args(_daemonset_watch())
+    (glob,) = [a.split("=", 1)[1] for a in args if a.startswith("--pod-logs=")]
+    assert glob.startswith("/var/log/pods/") and pod_log_pattern(glob) == glob
+    (triton,) = [c for _, c, _ in _containers() if c["image"] == COMPOSE["tritonserver"]["image"]]
+    assert Path(glob).parts[-2] == triton["name"] == k8s.TRITON_CONTAINER
+    for pod, container in [("ml_triton-7d9f-x2_1234-abcd", "tritonserver"),
+                           ("ml_triton-7d9f-x2_1234-abcd", "watch"),
+                           ("web_nginx-1_5678-ef", "nginx")]:  # fmt: skip
+        (tmp_path / pod / container).mkdir(parents=True)
+        (tmp_path / pod / container / "0.log").write_text("")
+    found = discover_pods(str(tmp_path / Path(*Path(glob).parts[4:])))
+    assert set(found) == {"ml/triton-7d9f-x2"}
+    assert (found["ml/triton-7d9f-x2"].namespace, found["ml/triton-7d9f-x2"].pod) == (
+        "ml",
+        "triton-7d9f-x2",
+    )
+    assert found["ml/triton-7d9f-x2"].log_format == "cri"
+
+
+def test_triton_container_option_changes_the_glob() -> None:
+    files = k8s.render_all(triton_container="triton-inference-server")
+    (daemonset,) = [d for d in yaml.safe_load_all(files["daemonset/watch.yaml"]) if d]
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    assert "--pod-logs=/var/log/pods/*_*_*/triton-inference-server/*.log" in container["args"]
+    result = CliRunner().invoke(k8s.app, ["render", "--check", "--triton-container", "a_b"])
+    assert result.exit_code != 0
+
+
+def test_daemonset_keeps_its_stores_on_the_node() -> None:
+    """The stores and tail checkpoints (one per target) live in a host folder: a restarted or
+    updated pod resumes each log where it stopped instead of re-reading or skipping."""
+    container = _daemonset_watch()
     args = _args(container)
-    assert "--log-format=cri" in args
-    (log,) = [a.split("=", 1)[1] for a in args if a.startswith("--log=")]
-    assert log.startswith("/var/log/pods/")
+    assert "--store=/data" in args
+    spec = _kinds("DaemonSet")[0]["spec"]["template"]["spec"]
+    (data,) = [v for v in spec["volumes"] if v["name"] == "data"]
+    assert data["hostPath"]["path"] == k8s.NODE_DATA
+    # The pod fails at once, saying why, while the folder is not writable by watch's user.
+    (check,) = spec["initContainers"]
+    assert check["command"][:2] == ["sh", "-c"] and "test -w /data" in check["command"][2]
+    assert {"name": "data", "mountPath": "/data"} in check["volumeMounts"]
+    # Bounded: each target's window, and the memory limit above what the windows may hold.
+    (max_records,) = [int(a.split("=")[1]) for a in args if a.startswith("--max-records=")]
+    assert max_records * 400 * 8 < 2 * 1024**3 <= _bytes(container["resources"]["limits"]["memory"])
+
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_targets_file_is_an_optional_config_map() -> None:
+    spec = _kinds("DaemonSet")[0]["spec"]["template"]["spec"]
+    (targets,) = [v for v in spec["volumes"] if v["name"] == "targets"]
+    assert targets["configMap"] == {"name": "triton-obs-watch-targets", "optional": True}
+    (mount,) = [m for m in _daemonset_watch()["volumeMounts"] if m["name"] == "targets"]
+    assert mount == {"name": "targets", "mountPath": k8s.TARGETS_DIR, "readOnly": True}
+    # Not rendered: an overlay brings it (docs/kubernetes.md), and without it nothing breaks.
+    assert not [o for o in _kinds("ConfigMap") if o["metadata"]["name"].startswith("triton-obs-w")]
+
+
+# --- watch's port: labels kept, ready on the API, reachable by Prometheus and triage only ----
+
+
+def test_watch_pod_monitor_honors_the_pods_labels() -> None:
+    """A fleet watch's series carry the Triton pod's namespace and pod: kept, not renamed
+    exported_namespace/exported_pod. Triton's own /metrics has no such labels to keep."""
+    monitors = {m["metadata"]["name"]: m for m in _kinds("PodMonitor")}
+    ((watch,), (triton,)) = (
+        monitors["triton-obs"]["spec"]["podMetricsEndpoints"],
+        monitors["triton"]["spec"]["podMetricsEndpoints"],
+    )
+    assert watch["honorLabels"] is True
+    assert "honorLabels" not in triton
+
+
+@pytest.mark.parametrize(
+    "where", [w for w, c, _ in _containers() if c["name"] == "watch"], ids=lambda w: w
+)
+def test_watch_is_ready_when_its_api_answers(where: str) -> None:
+    (container,) = [c for w, c, _ in _containers() if w == where]
+    probe = container["readinessProbe"]["httpGet"]
+    assert probe == {"path": "/api/v1/targets", "port": "obs-metrics"}
+    assert "--host=$(POD_IP)" in container["args"]  # the pod's IP, never 0.0.0.0
+
+
+def _selects(policy: Obj, labels: dict[str, str]) -> bool:
+    return _matches(policy["spec"]["podSelector"], labels)
+
+
+def test_only_prometheus_and_triage_reach_watchs_port() -> None:
+    """Every pod template that exposes watch's port is selected by a NetworkPolicy, and every
+    rule letting traffic in to that port names its peers: Prometheus's pods and the triage
+    app's, nothing else (no rule without ``from``, no bare namespace selector)."""
+    policies = _kinds("NetworkPolicy")
+    allowed = [
+        {"podSelector": {"matchLabels": k8s.PROMETHEUS_PODS}, "namespaceSelector": {}},
+        {"podSelector": {"matchLabels": k8s.TRIAGE_PODS}},
+    ]
+    covered = 0
+    for obj in ALL:
+        if obj["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        template = obj["spec"]["template"]
+        ports = [p for c in template["spec"]["containers"] for p in c.get("ports", [])]
+        if not any(p["containerPort"] == k8s.WATCH_PORT for p in ports):
+            continue
+        mine = [p for p in policies if _selects(p, template["metadata"]["labels"])]
+        assert mine, obj["metadata"]["name"]
+        for policy in mine:
+            assert "Ingress" in policy["spec"]["policyTypes"]
+            for rule in policy["spec"]["ingress"]:
+                rule_ports = {p["port"] for p in rule.get("ports", [])}
+                # A rule with no ports opens every port: it must not exist here.
+                assert rule_ports, policy["metadata"]["name"]
+                if k8s.WATCH_PORT in rule_ports or "obs-metrics" in rule_ports:
+                    assert rule["from"] == allowed, policy["metadata"]["name"]
+        covered += 1
+    assert covered == 2  # the DaemonSet and the sidecar's Triton
+    # The triage app's pods carry the labels the policies let in.
+    (triage,) = [o for o in _kinds("Deployment") if o["metadata"]["name"] == "triton-obs-triage"]
+    assert _matches(
+        {"matchLabels": k8s.TRIAGE_PODS}, triage["spec"]["template"]["metadata"]["labels"]
+    )
+
+
+def test_documented_targets_overlay_builds() -> None:
+    """The targets overlay of docs/kubernetes.md, built by kubectl's kustomize when there is
+    one: the ConfigMap (its name hashed) is the one the DaemonSet mounts, --targets is added."""
+    docs = (ROOT / "docs" / "kubernetes.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", docs, re.S)
+    (kustomization,) = [b for b in blocks if "triton-obs-watch-targets" in b and "patches" in b]
+    (targets,) = [b for b in blocks if b.lstrip().startswith("targets:")]
+    overlay = yaml.safe_load(kustomization)
+    assert overlay["configMapGenerator"][0]["name"] == "triton-obs-watch-targets"
+    from observability.fleet import load_targets
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl (its kustomize)")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # As the docs lay it out: the overlay beside a checkout (kustomize wants relative paths).
+        shutil.copytree(DEPLOY, Path(tmp) / "triton-observability" / "deploy" / "kubernetes")
+        folder = Path(tmp) / "overlay"
+        folder.mkdir()
+        (folder / "kustomization.yaml").write_text(kustomization)
+        (folder / "targets.yaml").write_text(targets)
+        assert load_targets(folder / "targets.yaml")
+        out = subprocess.run(
+            ["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=120
+        )
+    if out.returncode != 0 and "unknown command" in out.stderr:
+        pytest.skip(f"this kubectl has no kustomize: {out.stderr.strip()[:200]}")
+    assert out.returncode == 0, out.stderr
+    built = [d for d in yaml.safe_load_all(out.stdout) if d]
+    (config_map,) = [
+        o for o in built
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("triton-obs-watch-targets")
+    ]  # fmt: skip
+    (daemonset,) = [o for o in built if o["kind"] == "DaemonSet"]
+    spec = daemonset["spec"]["template"]["spec"]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "targets"]
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    assert f"--targets={k8s.TARGETS_DIR}/targets.yaml" in spec["containers"][0]["args"]
+    for obj in built:
+        _validate(obj, KUBERNETES[0])
