@@ -13,19 +13,29 @@ from urllib.parse import quote
 
 from grafana_foundation_sdk.builders import dashboard
 
-from dashboards.grafana.common import RATE, query, stat_panel, timeseries_panel
+from dashboards.grafana.common import (
+    POD,
+    POD_LEGEND,
+    RATE,
+    SEL,
+    SRV,
+    query,
+    stat_panel,
+    table_panel,
+    timeseries_panel,
+)
 
 __all__ = [
     "SEL",
     "calls_row",
     "capacity_row",
     "errors_row",
+    "fleet_row",
     "streams_row",
     "tempo_explore_url",
 ]
 
-SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
-EDGE = 'job=~"$job",instance=~"$instance",parent=~"$model"'
+EDGE = f'{SRV},parent=~"$model"'
 
 
 def tempo_explore_url(traceql: str) -> str:
@@ -38,6 +48,42 @@ def tempo_explore_url(traceql: str) -> str:
         "range": {"from": "${__from}", "to": "${__to}"},
     }
     return "/explore?left=" + quote(json.dumps(left, sort_keys=True, separators=(",", ":")))
+
+
+TOP = 10
+"""How many pods a "top pods" panel shows."""
+
+
+def fleet_row() -> list[dashboard.Row | object]:
+    """The fleet at a glance (issue 16): which pods hold hung calls or fill their pools."""
+    inflight = f"sum by ({POD}) (triton_obs_bls_inflight{{{SEL}}})"
+    return [
+        dashboard.Row("Fleet: pods"),
+        stat_panel(
+            "Pods with a hung BLS call",
+            "Pods where some BLS call is in flight past the library's deadline now.",
+            f"count(sum by ({POD}) (triton_obs_bls_hung{{{EDGE}}}) > 0) or vector(0)",
+        ),
+        stat_panel(
+            "Pods with callback errors",
+            "Pods whose callbacks or tasks raised over the rate window.",
+            f"count(sum by ({POD}) (increase(triton_obs_bls_callback_errors_total{{{SEL}}}"
+            f"[{RATE}])) > 0) or vector(0)",
+        ),
+        table_panel(
+            f"Top {TOP} pods by BLS calls in flight",
+            "BLS calls in flight now per pod, most first (compare with the thread-pool "
+            "capacity below).",
+            f"topk({TOP}, {inflight})",
+            span=12,
+        ),
+        timeseries_panel(
+            f"BLS calls in flight, top {TOP} pods",
+            "triton_obs_bls_inflight summed per pod.",
+            [query(f"topk({TOP}, {inflight})", POD_LEGEND)],
+            span=12,
+        ),
+    ]
 
 
 def calls_row() -> list[dashboard.Row | object]:

@@ -16,7 +16,13 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import DashboardCursorSync
 
 from dashboards.grafana import bls, findings, triton_resources, triton_traffic
-from dashboards.grafana.common import BUILD_COMMAND, banner, datasource_variable, query_variable
+from dashboards.grafana.common import (
+    BUILD_COMMAND,
+    SRV,
+    banner,
+    datasource_variable,
+    query_variable,
+)
 
 __all__ = ["DASHBOARDS", "GENERATED", "build_all", "render", "write_all"]
 
@@ -26,8 +32,9 @@ GENERATED = Path(__file__).resolve().parent / "generated"
 def _base(
     uid: str, title: str, about: str, anchor_metric: str, model_label: str
 ) -> dashboard.Dashboard:
-    """A dashboard with the banner and the datasource/job/instance/model variables; the
-    variables' values come from ``anchor_metric`` so each dashboard lists only its targets."""
+    """A dashboard with the banner and the datasource/job/namespace/pod/instance/model
+    variables; their values come from ``anchor_metric`` so each dashboard lists only its
+    targets."""
     return (
         dashboard.Dashboard(title)
         .uid(uid)
@@ -42,17 +49,32 @@ def _base(
         .timezone("browser")
         .with_variable(datasource_variable())
         .with_variable(query_variable("job", "Job", f"label_values({anchor_metric}, job)"))
+        # On Kubernetes: the Triton pods' namespace and name; absent elsewhere (All matches).
         .with_variable(
             query_variable(
-                "instance", "Instance", f'label_values({anchor_metric}{{job=~"$job"}}, instance)'
+                "namespace",
+                "Namespace",
+                f'label_values({anchor_metric}{{job=~"$job"}}, namespace)',
             )
         )
         .with_variable(
             query_variable(
-                "model",
-                "Model",
-                f'label_values({anchor_metric}{{job=~"$job",instance=~"$instance"}}, '
-                f"{model_label})",
+                "pod",
+                "Pod",
+                f'label_values({anchor_metric}{{job=~"$job",namespace=~"$namespace"}}, pod)',
+            )
+        )
+        .with_variable(
+            query_variable(
+                "instance",
+                "Instance",
+                f'label_values({anchor_metric}{{job=~"$job",namespace=~"$namespace",'
+                f'pod=~"$pod"}}, instance)',
+            )
+        )
+        .with_variable(
+            query_variable(
+                "model", "Model", f"label_values({anchor_metric}{{{SRV}}}, {model_label})"
             )
         )
         .with_panel(banner(f"dashboards/grafana/ ({uid})"))
@@ -82,6 +104,7 @@ def triton_overview() -> dashboard.Dashboard:
             "model",
         ),
         [
+            triton_traffic.fleet_row(),
             triton_traffic.throughput_row(),
             triton_traffic.latency_row(),
             triton_traffic.queue_row(),
@@ -101,7 +124,13 @@ def bls_pipelines() -> dashboard.Dashboard:
             "triton_obs_bls_thread_pool_capacity",
             "model",
         ),
-        [bls.calls_row(), bls.capacity_row(), bls.errors_row(), bls.streams_row()],
+        [
+            bls.fleet_row(),
+            bls.calls_row(),
+            bls.capacity_row(),
+            bls.errors_row(),
+            bls.streams_row(),
+        ],
     ).with_variable(dashboard.DatasourceVariable("tempo").label("Traces").type("tempo"))
 
 
@@ -110,12 +139,18 @@ def findings_dashboard() -> dashboard.Dashboard:
         _base(
             "triton-findings",
             "Triton / findings",
-            "What triton-obs watch found: findings by kind, model and severity; oldest "
-            "in-flight and hung requests; the collector's own health.",
+            "What triton-obs watch found: the pods in trouble now; findings by pod, kind, "
+            "model and severity; oldest in-flight and hung requests; the collector's own "
+            "health.",
             "triton_obs_oldest_inflight_seconds",
             "model",
         ),
-        [findings.findings_row(), findings.requests_row(), findings.collector_row()],
+        [
+            findings.fleet_row(),
+            findings.findings_row(),
+            findings.requests_row(),
+            findings.collector_row(),
+        ],
     )
 
 

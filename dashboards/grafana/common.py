@@ -1,8 +1,14 @@
 """Shared factories: datasource and label variables, panels and queries with one look.
 
 Why factories: every panel of the three dashboards must be templated by the same variables
-(datasource, job, instance, model) and use rates over ``$__rate_interval`` (never raw
-counters); building them in one place keeps that true by construction.
+(datasource, job, namespace, pod, instance, model) and use rates over ``$__rate_interval``
+(never raw counters); building them in one place keeps that true by construction.
+
+Why ``namespace`` and ``pod`` in every selector: on Kubernetes each series names the Triton
+pod it is about (the PodMonitor's target labels for Triton's own series; the fleet ``watch``'s
+own labels, kept by ``honorLabels``, for its series), so every panel can be narrowed to one
+pod. Without Kubernetes (compose, a host) the labels are absent, and the variables' ``All``
+(``.*``, which matches an absent label) keeps every panel as it was.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ from grafana_foundation_sdk.models.text import TextMode
 __all__ = [
     "BUILD_COMMAND",
     "DATASOURCE",
+    "POD",
+    "POD_LEGEND",
     "RATE",
+    "SEL",
+    "SRV",
+    "WATCHED_POD",
     "banner",
     "datasource_variable",
     "per_request",
@@ -37,6 +48,18 @@ BUILD_COMMAND = "triton-obs dashboards build"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 RATE = "$__rate_interval"
 """Grafana's window for rate(): at least four scrape intervals, so a rate never has one sample."""
+SRV = 'job=~"$job",namespace=~"$namespace",pod=~"$pod",instance=~"$instance"'
+"""Every panel's selector for server-wide series (no model label)."""
+SEL = f'{SRV},model=~"$model"'
+"""Every panel's selector for per-model series."""
+POD = "namespace, pod, instance"
+"""One Triton pod, in Triton's own series: the PodMonitor's target labels (``instance`` keeps
+hosts apart where there are no pods)."""
+WATCHED_POD = "namespace, pod, target"
+"""One Triton pod, in ``watch``'s series: a fleet ``watch`` labels each series with the pod
+(and its ``target`` name, the only label of a target off Kubernetes); a sidecar's series get
+the pod's from the scrape. Not ``instance``: that is the ``watch`` pod's address."""
+POD_LEGEND = "{{namespace}}/{{pod}}"
 
 
 def datasource_variable() -> dashboard.DatasourceVariable:

@@ -9,12 +9,70 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard
 
-from dashboards.grafana.common import query, stat_panel, table_panel, timeseries_panel
+from dashboards.grafana.common import (
+    POD_LEGEND,
+    SEL,
+    SRV,
+    WATCHED_POD,
+    query,
+    stat_panel,
+    table_panel,
+    timeseries_panel,
+)
 
-__all__ = ["SEL", "collector_row", "findings_row", "requests_row"]
+__all__ = ["SEL", "collector_row", "findings_row", "fleet_row", "requests_row"]
 
-SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
-SRV = 'job=~"$job",instance=~"$instance"'
+TOP = 10
+"""How many pods a "top pods" panel shows."""
+
+
+def _pods_where(expr: str) -> str:
+    """How many pods ``expr`` (summed per pod) is above 0 for; 0, not "No data", when none."""
+    return f"count(sum by ({WATCHED_POD}) ({expr}) > 0) or vector(0)"
+
+
+def fleet_row() -> list[dashboard.Row | object]:
+    """The whole fleet at a glance: how many pods are in trouble now and which (issue 16)."""
+    findings = f"triton_obs_findings{{{SEL}}}"
+    hung = f"triton_obs_hung_requests{{{SEL}}}"
+    return [
+        dashboard.Row("Fleet: pods in trouble now"),
+        stat_panel(
+            "Pods watched",
+            "Triton pods (targets) whose logs or endpoints a watch follows now.",
+            "count(count by (" + WATCHED_POD + ") "
+            f"(triton_obs_collector_last_cycle_timestamp_seconds{{{SRV}}}))",
+        ),
+        stat_panel(
+            "Pods with a hung request",
+            "Pods with at least one request executing past its deadline now.",
+            _pods_where(hung),
+        ),
+        stat_panel(
+            "Pods with findings",
+            "Pods with at least one active finding now (triton_obs_findings), any kind.",
+            _pods_where(findings),
+        ),
+        stat_panel(
+            "Pods with a critical finding",
+            "Pods with at least one active critical finding now.",
+            _pods_where(f'triton_obs_findings{{{SEL},severity="critical"}}'),
+        ),
+        table_panel(
+            "Pods with findings now",
+            "One row per pod with its count of active findings, most first. Open a pod's "
+            "findings, request timelines and health in the triage app's Fleet page (watch's "
+            "API).",
+            f"sort_desc(sum by ({WATCHED_POD}) ({findings}) > 0)",
+            span=12,
+        ),
+        timeseries_panel(
+            f"Hung requests, top {TOP} pods",
+            "Requests executing past their deadline, per pod: the pods holding the most.",
+            [query(f"topk({TOP}, sum by ({WATCHED_POD}) ({hung}))", POD_LEGEND)],
+            span=12,
+        ),
+    ]
 
 
 def findings_row() -> list[dashboard.Row | object]:
@@ -61,9 +119,9 @@ def findings_row() -> list[dashboard.Row | object]:
         ),
         table_panel(
             "Active findings now",
-            "One row per kind, model and severity with a count. Request ids, evidence and "
-            "advice are in `triton-obs watch`'s output and store.",
-            f"sum by (kind, model, severity) ({active}) > 0",
+            "One row per pod, kind, model and severity with a count. Request ids, evidence "
+            "and advice are in `triton-obs watch`'s output, its API and its store.",
+            f"sum by ({WATCHED_POD}, kind, model, severity) ({active}) > 0",
         ),
     ]
 
@@ -72,16 +130,26 @@ def requests_row() -> list[dashboard.Row | object]:
     return [
         dashboard.Row("Requests inside Triton"),
         timeseries_panel(
-            "Oldest in-flight request by model",
+            "Oldest in-flight request by pod and model",
             "From the verbose log's request state machine: a hang is an age that keeps growing.",
-            [query(f"max by (model) (triton_obs_oldest_inflight_seconds{{{SEL}}})", "{{model}}")],
+            [
+                query(
+                    f"max by ({WATCHED_POD}, model) (triton_obs_oldest_inflight_seconds{{{SEL}}})",
+                    f"{POD_LEGEND} {{{{model}}}}",
+                )
+            ],
             unit="s",
             span=8,
         ),
         timeseries_panel(
-            "Hung requests by model",
+            "Hung requests by pod and model",
             "triton_obs_hung_requests: past the deadline now.",
-            [query(f"sum by (model) (triton_obs_hung_requests{{{SEL}}})", "{{model}}")],
+            [
+                query(
+                    f"sum by ({WATCHED_POD}, model) (triton_obs_hung_requests{{{SEL}}})",
+                    f"{POD_LEGEND} {{{{model}}}}",
+                )
+            ],
             span=8,
         ),
         timeseries_panel(
@@ -114,7 +182,7 @@ def collector_row() -> list[dashboard.Row | object]:
         timeseries_panel(
             "Log bytes not yet read",
             "The tailer's lag behind Triton's log.",
-            [query(f"triton_obs_tail_lag_bytes{{{SRV}}}", "{{instance}}")],
+            [query(f"triton_obs_tail_lag_bytes{{{SRV}}}", "{{instance}} {{target}}")],
             unit="bytes",
             span=4,
         ),
@@ -124,7 +192,7 @@ def collector_row() -> list[dashboard.Row | object]:
             [
                 query(
                     f"time() - triton_obs_collector_last_cycle_timestamp_seconds{{{SRV}}}",
-                    "{{instance}}",
+                    "{{instance}} {{target}}",
                 ),
             ],
             unit="s",
@@ -165,7 +233,7 @@ def collector_row() -> list[dashboard.Row | object]:
             [
                 query(
                     f"rate(triton_obs_log_lines_read_total{{{SRV}}}[$__rate_interval])",
-                    "read {{instance}}",
+                    "read {{instance}} {{target}}",
                 ),
                 query(
                     f"sum by (reason) (rate(triton_obs_log_lines_skipped_total{{{SRV}}}"

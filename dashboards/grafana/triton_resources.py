@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard
 
-from dashboards.grafana.common import RATE, query, timeseries_panel
-from dashboards.grafana.triton_traffic import SEL
+from dashboards.grafana.common import RATE, SEL, SRV, query, timeseries_panel
 
 __all__ = ["cache_row", "resources_row"]
-
-SRV = 'job=~"$job",instance=~"$instance"'
 
 
 def resources_row() -> list[dashboard.Row | object]:

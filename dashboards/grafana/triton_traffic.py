@@ -9,11 +9,74 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard
 
-from dashboards.grafana.common import RATE, per_request, query, stat_panel, timeseries_panel
+from dashboards.grafana.common import (
+    POD,
+    POD_LEGEND,
+    RATE,
+    SEL,
+    per_request,
+    query,
+    stat_panel,
+    table_panel,
+    timeseries_panel,
+)
 
-__all__ = ["SEL", "latency_row", "queue_row", "throughput_row"]
+__all__ = ["SEL", "fleet_row", "latency_row", "queue_row", "throughput_row"]
 
-SEL = 'job=~"$job",instance=~"$instance",model=~"$model"'
+TOP = 10
+"""How many pods a "top pods" panel shows."""
+
+
+def fleet_row() -> list[dashboard.Row | object]:
+    """The fleet at a glance (issue 16): how many pods serve, which queue the longest."""
+    queue = per_request("nv_inference_queue_duration_us", SEL, by=POD)
+    ok = f"rate(nv_inference_request_success{{{SEL}}}[{RATE}])"
+    return [
+        dashboard.Row("Fleet: pods"),
+        stat_panel(
+            "Pods serving",
+            "Triton pods (scrape targets) with models selected here.",
+            f"count(count by ({POD}) ({ok}))",
+        ),
+        stat_panel(
+            "Pods with requests queued",
+            "Pods whose schedulers hold pending requests now.",
+            f"count(sum by ({POD}) (nv_inference_pending_request_count{{{SEL}}}) > 0) or vector(0)",
+        ),
+        stat_panel(
+            "Pods failing requests",
+            "Pods where some requests failed over the rate window.",
+            f"count(sum by ({POD}) (rate(nv_inference_request_failure{{{SEL}}}[{RATE}])) > 0)"
+            " or vector(0)",
+        ),
+        stat_panel(
+            "Worst queue time per request",
+            "The highest mean queue time per request among the pods: the pod that cannot keep up.",
+            f"max({queue})",
+            unit="µs",
+        ),
+        table_panel(
+            f"Top {TOP} pods by queue time per request",
+            "Mean queue time per finished request over the rate window, all selected models: "
+            "near the end-to-end time, the pod's instances cannot keep up.",
+            f"topk({TOP}, {queue})",
+            span=12,
+        ),
+        timeseries_panel(
+            f"Queue time per request, top {TOP} pods",
+            "rate(nv_inference_queue_duration_us) / rate(nv_inference_request_success) per pod.",
+            [query(f"topk({TOP}, {queue})", POD_LEGEND)],
+            unit="µs",
+            span=12,
+        ),
+        timeseries_panel(
+            "Successful requests/s by pod",
+            "rate(nv_inference_request_success) per pod: how the load spreads over the fleet.",
+            [query(f"sum by ({POD}) ({ok})", POD_LEGEND)],
+            unit="reqps",
+            span=24,
+        ),
+    ]
 
 
 def throughput_row() -> list[dashboard.Row | object]:

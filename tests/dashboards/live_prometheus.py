@@ -87,9 +87,17 @@ def scaled_rules(out: Path, scale: float) -> dict[str, float]:
 class Prometheus:
     """Debian's ``prometheus`` on 127.0.0.1, 1 s scrapes and evaluations, our rules loaded."""
 
-    def __init__(self, root: Path, targets: dict[str, str], rule_files: list[Path]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        targets: dict[str, str],
+        rule_files: list[Path],
+        labels: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         self.root = root
         self.targets = targets
+        self.labels = labels or {}
+        """Target labels by job, as service discovery adds them (a PodMonitor: namespace, pod)."""
         self.rule_files = rule_files
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -109,7 +117,15 @@ class Prometheus:
             },
             "rule_files": [str(p) for p in self.rule_files],
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": [target]}]}
+                {
+                    "job_name": job,
+                    "static_configs": [
+                        {
+                            "targets": [target],
+                            **({"labels": self.labels[job]} if job in self.labels else {}),
+                        }
+                    ],
+                }
                 for job, target in self.targets.items()
             ],
         }

@@ -55,8 +55,13 @@ def test_banner_variables_and_layout(name: str) -> None:
     assert first["type"] == "text" and "Do not edit" in first["options"]["content"]
     traces = ["tempo"] if name == "triton-bls.json" else []  # its Explore links' datasource
     assert [v["name"] for v in board["templating"]["list"]] == [
-        "datasource", "job", "instance", "model", *traces
+        "datasource", "job", "namespace", "pod", "instance", "model", *traces
     ]  # fmt: skip
+    for var in board["templating"]["list"]:
+        if var["type"] == "query":
+            # All is `.*`, which also matches a label the series lack (namespace and pod
+            # off Kubernetes): the boards work with and without the pods' labels.
+            assert var["allValue"] == ".*" and var["includeAll"] is True, var["name"]
     ids = [p["gridPos"] for p in board["panels"]]
     assert all(g["x"] >= 0 and g["x"] + g["w"] <= 24 for g in ids)
     for panel in board["panels"]:
@@ -65,7 +70,13 @@ def test_banner_variables_and_layout(name: str) -> None:
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
         assert panel["description"], panel["title"]
         for target in panel["targets"]:
-            assert "$job" in target["expr"] and "$instance" in target["expr"], panel["title"]
+            expr = target["expr"]
+            assert "$job" in expr and "$instance" in expr, panel["title"]
+            # Every selector is narrowed to the chosen namespaces and pods.
+            for selector in re.findall(r"\{[^{}]*\}", expr):
+                if "$job" in selector:
+                    assert 'namespace=~"$namespace"' in selector, (panel["title"], selector)
+                    assert 'pod=~"$pod"' in selector, (panel["title"], selector)
 
 
 def test_counters_are_only_used_through_rate_or_increase() -> None:
@@ -80,6 +91,44 @@ def test_counters_are_only_used_through_rate_or_increase() -> None:
                         assert re.search(r"\b(rate|increase)\($", before), (
                             f"{name}: {panel['title']}: raw counter {counter}"
                         )
+
+
+FLEET_ROWS = {
+    "triton-findings.json": ["Pods with a hung request", "Pods with findings now"],
+    "triton-overview.json": ["Top 10 pods by queue time per request"],
+    "triton-bls.json": ["Pods with a hung BLS call"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_a_fleet_row_comes_first(name: str) -> None:
+    """Each board opens on the whole fleet (issue 16): pods in trouble now, top pods; their
+    queries count or rank pods (namespace and pod), never models alone."""
+    panels = json.loads(BOARDS[name])["panels"]
+    rows = [p for p in panels if p["type"] == "row"]
+    assert rows[0]["title"].startswith("Fleet")
+    first = panels.index(rows[0])
+    fleet = panels[first + 1 : panels.index(rows[1])]
+    titles = [p["title"] for p in fleet]
+    assert set(FLEET_ROWS[name]) <= set(titles), titles
+    for panel in fleet:
+        for target in panel["targets"]:
+            assert re.search(r"by \(namespace, pod, (instance|target)\)", target["expr"]), panel[
+                "title"
+            ]
+            if panel["type"] == "stat" and panel["title"].startswith("Pods with"):
+                # A count of pods reads 0, not "No data", while none is in trouble.
+                assert target["expr"].endswith(" or vector(0)"), panel["title"]
+            if "top" in panel["title"].lower():
+                assert target["expr"].startswith("topk(10, "), panel["title"]
+
+
+def test_fleet_counts_are_over_pods_from_findings() -> None:
+    findings = {p["title"]: p for p in json.loads(BOARDS["triton-findings.json"])["panels"]}
+    (expr,) = [t["expr"] for t in findings["Pods with findings"]["targets"]]
+    assert expr.startswith("count(sum by (namespace, pod, target) (triton_obs_findings{")
+    (expr,) = [t["expr"] for t in findings["Pods with a hung request"]["targets"]]
+    assert "triton_obs_hung_requests{" in expr
 
 
 def test_three_dashboards() -> None:

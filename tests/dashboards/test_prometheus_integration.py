@@ -99,6 +99,8 @@ EXPECTED_FIRING: dict[tuple[str, str], str] = {
 DETECTION_BUDGET_S = 20.0
 """Injection -> condition true: the 5 s deadline for hangs, watch's 0.5 s log tail and 1 s
 detection pass, a 1 s scrape, a 1 s evaluation, and two busy cores."""
+POD_LABELS = {"namespace": "lab", "pod": "triton-0"}
+"""The Triton pod both jobs are about, as Kubernetes would label it."""
 NEVER_FIRING = {"TritonStubUnhealthy", "TritonObsCollectorDown", "TritonObsCollectorLagging"}
 
 
@@ -197,7 +199,12 @@ def _live_run(
         "triton": urlparse(lab.metrics_url).netloc,
         "triton-obs": f"127.0.0.1:{watcher.runner.metrics_port}",
     }
-    prom = Prometheus(root / "prometheus", jobs, sorted((root / "rules").glob("*.rules.yml")))
+    # The labels a PodMonitor gives both jobs in the sidecar form (watch beside Triton in one
+    # pod): every panel is then queried per namespace and pod, as on Kubernetes.
+    pod_labels = {job: dict(POD_LABELS) for job in jobs}
+    prom = Prometheus(
+        root / "prometheus", jobs, sorted((root / "rules").glob("*.rules.yml")), pod_labels
+    )
     stop_load = threading.Event()
     scenario = Scenario(lab.grpc_url, STEPS, healthy_twin=healthy)
     try:
@@ -347,6 +354,8 @@ def test_every_dashboard_variable_resolves(faulty: LiveRun) -> None:
     )
     assert faulty.variables["triton-overview"]["job"] == "(triton)"
     assert faulty.variables["triton-findings"]["job"] == "(triton\\\\-obs)"
+    for board in faulty.variables.values():
+        assert board["namespace"] == "(lab)" and board["pod"] == "(triton\\\\-0)", board
 
 
 def test_every_panel_query_returns_data(faulty: LiveRun) -> None:
