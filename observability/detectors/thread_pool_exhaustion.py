@@ -33,13 +33,14 @@ Sequential code (one call at a time) and small fan-outs are never flagged.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from statistics import median
 
 from observability import events as ev
-from observability.detectors.instances import Admitted, instances_of
+from observability.detectors.instances import Admitted, Execution, instances_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -175,6 +176,33 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
     return out
 
 
+class _Spans:
+    """Parents' executions by model, for "which were open at t" without a scan of them all
+    (that scan was half of an id-less recording's analysis): an execution open at ``t``
+    started within the model's longest execution before it, or has not ended."""
+
+    def __init__(self, parents: list[Execution]) -> None:
+        self.ended: dict[str, list[Execution]] = defaultdict(list)
+        self.open: list[Execution] = []
+        for e in parents:  # sorted by start
+            (self.ended[e.model] if e.end_ns else self.open).append(e)
+        self.starts = {m: [e.start_ns for e in es] for m, es in self.ended.items()}
+        self.longest = {
+            m: max(int(e.end_ns or 0) - e.start_ns for e in es) for m, es in self.ended.items()
+        }
+
+    def open_at(self, t: int, models: set[str]) -> list[Execution]:
+        out = [e for e in self.open if e.model in models and e.start_ns <= t]
+        for m in models:
+            starts = self.starts.get(m)
+            if not starts:
+                continue
+            lo = bisect_left(starts, t - self.longest[m])
+            hi = bisect_right(starts, t)
+            out += [e for e in self.ended[m][lo:hi] if int(e.end_ns or 0) >= t]
+        return out
+
+
 def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[FanOut]:
     """``fan_outs`` for parents and children without request ids (module docstring)."""
     inst = instances_of(window)
@@ -187,15 +215,11 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
     admitted = [r for e in inst.executions for r in e.requests]
     admitted += [r for queue in inst.queued.values() for r in queue]
     kids: dict[int, list[Admitted]] = defaultdict(list)
+    span = _Spans(parents)
     for r in admitted:
         if r.request_id or r.model not in callers:
             continue
-        t = r.prepared_ns
-        open_ = [
-            e
-            for e in parents
-            if e.model in callers[r.model] and e.start_ns <= t and (e.end_ns or t) >= t
-        ]
+        open_ = span.open_at(r.prepared_ns, callers[r.model])
         if len(open_) == 1:  # with several open, nothing says whose call it is
             kids[id(open_[0])].append(r)
     by_id = {id(e): e for e in parents}
