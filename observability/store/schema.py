@@ -211,6 +211,17 @@ def _trace_start(e: ev.TraceSpan) -> int:
     return min((ns for _, ns in e.timestamps), default=0)
 
 
+def _per_target(name: str, block_records: int) -> Stream:
+    """A stream of what one scrape target answered, one record per scrape."""
+    return Stream(
+        name,
+        key=lambda e, _s: f"{e.target}|{e.at_ns}",
+        at_ns=lambda e: e.at_ns,
+        source=lambda e, _s: e.target,
+        block_records=block_records,
+    )
+
+
 LOG = Stream(
     "log",
     key=lambda e, source: f"{source}|{_log_offset(e)}|{kind_of(e)}",
@@ -221,20 +232,8 @@ STREAMS: dict[str, Stream] = {
     s.name: s
     for s in (
         LOG,
-        Stream(
-            "metrics",
-            key=lambda e, _s: f"{e.target}|{e.at_ns}",
-            at_ns=lambda e: e.at_ns,
-            source=lambda e, _s: e.target,
-            block_records=120,
-        ),
-        Stream(
-            "scrapes",
-            key=lambda e, _s: f"{e.target}|{e.at_ns}",
-            at_ns=lambda e: e.at_ns,
-            source=lambda e, _s: e.target,
-            block_records=2048,
-        ),
+        _per_target("metrics", block_records=120),
+        _per_target("scrapes", block_records=2048),
         Stream(
             "stats",
             key=lambda e, _s: f"{e.model}|{e.version}|{e.at_ns}",
