@@ -24,6 +24,9 @@ __all__ = ["SEL", "collector_row", "findings_row", "fleet_row", "requests_row"]
 
 TOP = 10
 """How many pods a "top pods" panel shows."""
+PROCESS = 'job=~"$job",instance=~"$instance"'
+"""watch's own process (memory, CPU, version): one per watch, not per Triton pod, so not
+narrowed by namespace or pod (a DaemonSet's process series carry its own pod's labels)."""
 
 
 def _pods_where(expr: str) -> str:
@@ -202,21 +205,26 @@ def collector_row() -> list[dashboard.Row | object]:
             "watch's memory",
             "Resident memory of the watch process (its live window is bounded; a rise that "
             "never levels off is a leak).",
-            [query(f"process_resident_memory_bytes{{{SRV}}}", "{{instance}}")],
+            [query(f"process_resident_memory_bytes{{{PROCESS}}}", "{{instance}}")],
             unit="bytes",
             span=4,
         ),
         timeseries_panel(
             "watch's CPU",
             "Share of one core the watch process uses.",
-            [query(f"rate(process_cpu_seconds_total{{{SRV}}}[$__rate_interval])", "{{instance}}")],
+            [
+                query(
+                    f"rate(process_cpu_seconds_total{{{PROCESS}}}[$__rate_interval])",
+                    "{{instance}}",
+                )
+            ],
             unit="percentunit",
             span=4,
         ),
         table_panel(
             "watch versions",
             "Which triton-observability version each watch runs.",
-            f"triton_obs_build_info{{{SRV}}}",
+            f"triton_obs_build_info{{{PROCESS}}}",
             span=8,
         ),
         timeseries_panel(
