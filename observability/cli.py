@@ -275,11 +275,34 @@ def demo(
             "only) or none (as tritonclient and perf_analyzer send by default)"
         ),
     ] = "all",
+    fleet: Annotated[
+        int,
+        typer.Option(
+            "--fleet",
+            min=0,
+            max=8,
+            help="a fleet in a box instead: N Tritons (3 is the tested size) as kubelet-logged "
+            "pods, one watch --pod-logs, a real Prometheus with the alert rules; a hang in "
+            "one pod, then which pod's alert fires (needs Debian's prometheus)",
+        ),
+    ] = 0,
 ) -> None:
     """Start a real Triton with the demo pipeline, inject every fault, and show what happens."""
     from observability.demo.runner import DemoOptions, run_demo
     from observability.lab import LabError
 
+    if fleet:
+        from observability.demo.fleet import FleetOptions, run_fleet_demo
+
+        try:
+            code = run_fleet_demo(
+                FleetOptions(pods=fleet, run_dir=run_dir, hang_pod=min(1, fleet - 1)),
+                console,
+                ui=not no_ui,
+            )
+        except LabError as err:
+            raise _fail(str(err)) from None
+        raise typer.Exit(code)
     try:
         code = run_demo(
             DemoOptions(

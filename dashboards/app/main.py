@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboards.app import state
 from dashboards.app.data.source import SourceError, open_view
-from dashboards.app.views import bundles, finding, health, now, shapes, timeline
+from dashboards.app.views import bundles, finding, fleet, health, now, shapes, timeline
 
 RENDERERS = {
     "now": now.render,
@@ -39,6 +39,9 @@ def main() -> None:
     page = _page()
     if page == "bundles":
         bundles.render()
+        return
+    if page == "fleet":  # Prometheus and the pods' watch APIs: no store
+        fleet.render()
         return
     source = state.current_source()
     if source is None:

@@ -46,6 +46,7 @@ PAGES = {
     "health": "Model health",
     "shapes": "Shapes",
     "bundles": "Bundles",
+    "fleet": "Fleet",
 }
 
 
