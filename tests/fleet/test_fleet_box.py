@@ -89,6 +89,8 @@ class FleetRun:
     app_texts: str = ""
     browser_dom: str | None = None
     rotations: dict[str, int] = field(default_factory=dict)
+    watch_cost: dict[str, float] = field(default_factory=dict)
+    """The watch's CPU (s/s), RSS (MiB) and log lines/s over the run's last 30 s."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -133,6 +135,20 @@ def _nonzero(result: list[dict]) -> bool:
             if number == number and number != 0:  # not NaN, not 0
                 return True
     return False
+
+
+def _watch_cost(box: FleetBox) -> dict[str, float]:
+    """What the one watch of three real Tritons costs, from Prometheus's scrapes of it."""
+    queries = {
+        "cpu_s_per_s": 'rate(process_cpu_seconds_total{job="triton-obs"}[30s])',
+        "rss_mib": 'process_resident_memory_bytes{job="triton-obs"} / 2^20',
+        "lines_per_s": 'sum(rate(triton_obs_log_lines_read_total{job="triton-obs"}[30s]))',
+    }
+    cost = {}
+    for name, expr in queries.items():
+        result = box.prom_api("query", query=expr)["result"]
+        cost[name] = round(float(result[0]["value"][1]), 3) if result else float("nan")
+    return cost
 
 
 def _app(box: FleetBox, run: FleetRun) -> None:
@@ -233,6 +249,7 @@ def _measure(root: Path) -> Iterator[FleetRun]:
         }.items():
             run.api[name] = _get_json(base + path)
         _panels(box, run, start)
+        run.watch_cost = _watch_cost(box)
         _app(box, run)
         _browser(box, run, root)
         run.rotations = box.rotations()
@@ -322,6 +339,14 @@ def test_the_finding_opens_through_the_watch_api(fleet: FleetRun) -> None:
         status, body = fleet.api[f"findings:{pod}"]  # type: ignore[misc]
         assert status == 200
         assert not [f for f in body["findings"] if f["kind"] == "hung_request"], body
+
+
+def test_what_the_watch_of_three_real_tritons_costs(fleet: FleetRun) -> None:
+    """Recorded, not judged tightly (two shared cores): a sanity bound only."""
+    cost = fleet.watch_cost
+    print(f"one watch, {PODS} lab Tritons at 4 requests/s each: {cost}")
+    assert cost["lines_per_s"] > 0
+    assert cost["rss_mib"] < 1024
 
 
 def test_the_kubelet_rotation_happened_under_watch(fleet: FleetRun) -> None:
