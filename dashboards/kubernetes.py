@@ -245,6 +245,30 @@ def dashboard_config_maps() -> list[Obj]:
     return maps
 
 
+def _deployment(
+    name: str, labels: dict[str, str], selector: dict[str, str], container: Obj, volumes: list[Obj]
+) -> Obj:
+    """One replica of one hardened container, no API token, as the base's services run."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _meta(name, labels),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": {**PART_OF, **labels}},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "securityContext": _pod_security(OBS_UID),
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
 def otel_collector(image: str, tempo: str) -> list[Obj]:
     """The compose stack's collector configuration (OTLP in, batched, OTLP/gRPC out to Tempo)
     with Tempo's address in the cluster; a Deployment and a Service for Triton and the models."""
@@ -269,42 +293,23 @@ def otel_collector(image: str, tempo: str) -> list[Obj]:
             ),
             "data": {"config.yaml": yaml.safe_dump(config, sort_keys=False)},
         },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": _meta("otel-collector", labels),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": {"labels": {**PART_OF, **labels}},
-                    "spec": {
-                        "automountServiceAccountToken": False,
-                        "securityContext": _pod_security(OBS_UID),
-                        "containers": [
-                            {
-                                "name": "otel-collector",
-                                "image": image,
-                                "args": ["--config=/etc/otelcol/config.yaml"],
-                                "ports": ports,
-                                "readinessProbe": {"tcpSocket": {"port": "otlp-http"}},
-                                # memory_limiter holds the collector at 512 MiB.
-                                "resources": _resources("100m", "256Mi", "1", "640Mi"),
-                                "securityContext": _hardened(),
-                                "volumeMounts": [
-                                    {
-                                        "name": "config",
-                                        "mountPath": "/etc/otelcol",
-                                        "readOnly": True,
-                                    }
-                                ],
-                            }
-                        ],
-                        "volumes": [{"name": "config", "configMap": {"name": "otel-collector"}}],
-                    },
-                },
+        _deployment(
+            "otel-collector",
+            labels,
+            selector,
+            {
+                "name": "otel-collector",
+                "image": image,
+                "args": ["--config=/etc/otelcol/config.yaml"],
+                "ports": ports,
+                "readinessProbe": {"tcpSocket": {"port": "otlp-http"}},
+                # memory_limiter holds the collector at 512 MiB.
+                "resources": _resources("100m", "256Mi", "1", "640Mi"),
+                "securityContext": _hardened(),
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/otelcol", "readOnly": True}],
             },
-        },
+            [{"name": "config", "configMap": {"name": "otel-collector"}}],
+        ),
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -330,41 +335,24 @@ def triage(image: str) -> list[Obj]:
     }
     selector = {"app.kubernetes.io/name": "triton-obs-triage"}
     return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": _meta("triton-obs-triage", labels),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": {"labels": {**PART_OF, **labels}},
-                    "spec": {
-                        "automountServiceAccountToken": False,
-                        "securityContext": _pod_security(OBS_UID),
-                        "containers": [
-                            {
-                                "name": "triage",
-                                "image": image,
-                                "args": ["triage", "--host=0.0.0.0", "--port=8501"],
-                                # Streamlit writes its settings and uploads under HOME and /tmp.
-                                "env": [{"name": "HOME", "value": "/tmp"}],
-                                "ports": [
-                                    {"name": "http", "containerPort": 8501, "protocol": "TCP"}
-                                ],
-                                "readinessProbe": {
-                                    "httpGet": {"path": "/_stcore/health", "port": "http"}
-                                },
-                                "resources": _resources("100m", "512Mi", "1", "2Gi"),
-                                "securityContext": _hardened(),
-                                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                            }
-                        ],
-                        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}],
-                    },
-                },
+        _deployment(
+            "triton-obs-triage",
+            labels,
+            selector,
+            {
+                "name": "triage",
+                "image": image,
+                "args": ["triage", "--host=0.0.0.0", "--port=8501"],
+                # Streamlit writes its settings and uploads under HOME and /tmp.
+                "env": [{"name": "HOME", "value": "/tmp"}],
+                "ports": [{"name": "http", "containerPort": 8501, "protocol": "TCP"}],
+                "readinessProbe": {"httpGet": {"path": "/_stcore/health", "port": "http"}},
+                "resources": _resources("100m", "512Mi", "1", "2Gi"),
+                "securityContext": _hardened(),
+                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
             },
-        },
+            [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}],
+        ),
         {
             "apiVersion": "v1",
             "kind": "Service",
