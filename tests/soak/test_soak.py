@@ -126,6 +126,9 @@ class Soak:
         cycle after it was sent: the store's retention may remove it before the end of a long
         run, and the final count must tell that policy from a loss."""
         self.ledger_checks: list[dict[str, object]] = []
+        self.store_sizes: list[tuple[float, int]] = []
+        """``(seconds since the run began, bytes of the store and its WAL)`` at each cycle's
+        start and at the end: the store's growth over a long run."""
 
     # -- set-up ------------------------------------------------------------------------
     def start(self) -> None:
@@ -304,6 +307,10 @@ class Soak:
         w.end = time.time()
 
     # -- the ledger ---------------------------------------------------------------------
+    def sample_store_size(self, at_s: float) -> None:
+        size = sum(p.stat().st_size for p in self.store_path.parent.glob("store.db*"))
+        self.store_sizes.append((round(at_s, 1), size))
+
     def check_ledger(self, sent_before: float) -> None:
         """Count in the store each delivered request sent before ``sent_before`` (monotonic)
         and not confirmed yet. Done between cycles, long before the store's retention cap
@@ -383,9 +390,11 @@ class Soak:
             target=run_load, args=(load, on_outcome, stop), name="soak-load", daemon=True
         )
         loader.start()
+        began = time.monotonic()
         try:
             for cycle in range(self.cycles):
                 t0 = time.monotonic()
+                self.sample_store_size(t0 - began)
                 if cycle > 0:
                     # the last cycle's requests, but for its final seconds: the collector
                     # may not have read them yet (they are looked for again next cycle)
@@ -394,6 +403,7 @@ class Soak:
                     time.sleep(max(0.0, t0 + at - time.monotonic()))
                     action()
                 time.sleep(max(0.0, t0 + CYCLE_S - time.monotonic()))
+            self.sample_store_size(time.monotonic() - began)
         finally:
             stop.set()
             loader.join(60)
@@ -572,6 +582,9 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
         "requests_removed_by_retention": removed_by_retention,
         "store_oldest_record_at_s": round(oldest_ns / 1e9 - started, 1) if oldest_ns else None,
         "ledger_checks": soak.ledger_checks,
+        "store_bytes": {"curve": soak.store_sizes,
+                        "per_request": round(soak.store_sizes[-1][1] / max(1, len(delivered)))
+                        if soak.store_sizes else None},
         "lost_to_copytruncate_race": {
             "bytes": sum(w.lost_bytes for w in soak.windows),
             "requests": lost_to_race,
