@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import hypothesis_profiles  # noqa: F401  (loads the dev or ci profile first)
 from tests.detectors.recording import RecordedRun
 from tests.fixtures.recordings import session_recording
 

@@ -48,16 +48,18 @@ from tests.bundle._support import (
     prefilled_store,
     store_rows,
 )
+from tests.hypothesis_profiles import examples as profile_examples
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 _LONG = os.environ.get("TRITON_OBS_FUZZ_EXAMPLES", "").strip()
 
 
 def _settings(examples: int) -> settings:
-    """Modest budgets keep tests/bundle well under a minute on two cores; a long run raises
-    them all with ``TRITON_OBS_FUZZ_EXAMPLES``."""
+    """Modest budgets keep tests/bundle well under a minute on two cores (``examples`` in
+    CI, a tenth in the default ``dev`` profile: ``tests/hypothesis_profiles.py``); a long
+    run raises them all with ``TRITON_OBS_FUZZ_EXAMPLES``."""
     return settings(
-        max_examples=max(examples, int(_LONG) if _LONG.isdigit() else 0),
+        max_examples=max(profile_examples(examples), int(_LONG) if _LONG.isdigit() else 0),
         deadline=None,
         suppress_health_check=[
             HealthCheck.too_slow,

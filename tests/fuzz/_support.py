@@ -5,9 +5,10 @@ would change every other property test in the suite. ``fuzz_settings`` derives e
 test's settings from the registered ``triton-obs-fuzz`` profile instead, so only tests that
 ask for it are affected.
 
-Budget: each test names the examples it runs in CI (the whole folder stays well under a
-minute on two cores). ``TRITON_OBS_FUZZ_EXAMPLES=N`` raises every test to at least ``N``
-examples for a long run, e.g.::
+Budget: each test names the examples it runs in CI (``HYPOTHESIS_PROFILE=ci``; the whole
+folder stays well under a minute on two cores), the default ``dev`` profile a tenth of them
+(``tests/hypothesis_profiles.py``). ``TRITON_OBS_FUZZ_EXAMPLES=N`` raises every test to at
+least ``N`` examples for a long run, e.g.::
 
     TRITON_OBS_FUZZ_EXAMPLES=20000 TRITON_OBS_FUZZ_KEEP=1 pytest -q tests/fuzz -x --timeout=0
 
@@ -31,6 +32,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from tests.hypothesis_profiles import examples as profile_examples
 
 __all__ = [
     "EXAMPLES_ENV",
@@ -72,7 +75,8 @@ settings.register_profile(
 
 
 def fuzz_settings(examples: int, *, long_run_cap: int | None = None) -> settings:
-    """The fuzz profile with ``examples`` in CI, or ``$TRITON_OBS_FUZZ_EXAMPLES`` if larger.
+    """The fuzz profile with ``examples`` in CI (scaled down by the ``dev`` profile, see
+    ``tests/hypothesis_profiles.py``), or ``$TRITON_OBS_FUZZ_EXAMPLES`` if larger.
 
     ``long_run_cap`` bounds a long run for a test whose examples are slow (1 MB inputs), so
     that it stays inside pytest-timeout's 600 s per test (or pass ``--timeout=0``).
@@ -81,7 +85,10 @@ def fuzz_settings(examples: int, *, long_run_cap: int | None = None) -> settings
     long_run = int(wanted) if wanted.isdigit() else 0
     if long_run_cap is not None:
         long_run = min(long_run, long_run_cap)
-    return settings(settings.get_profile("triton-obs-fuzz"), max_examples=max(examples, long_run))
+    return settings(
+        settings.get_profile("triton-obs-fuzz"),
+        max_examples=max(profile_examples(examples), long_run),
+    )
 
 
 def regression_files(parser: str) -> list[Path]:

@@ -17,6 +17,7 @@ from observability.events import (
     ResponseOutput,
 )
 from tests.collectors.logs.reference import parse_lines_regex
+from tests.hypothesis_profiles import examples
 
 TOKEN = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=20)
 STATES = st.sampled_from(["INITIALIZED", "PENDING", "EXECUTING", "RELEASED"])
@@ -41,7 +42,7 @@ def _ns(when: tuple[int, ...]) -> int:
     return calendar.timegm((2026, mo, d, hh, mm, ss)) * 10**9 + us * 1000
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.binary(max_size=200), max_size=20))
 def test_random_bytes_never_raise(chunks: list[bytes]) -> None:
     data = b"\n".join(chunks)
@@ -51,7 +52,7 @@ def test_random_bytes_never_raise(chunks: list[bytes]) -> None:
     assert list(parse_lines_regex(data.splitlines(keepends=True), year=2026)) == got
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.binary(max_size=80), max_size=10), st.sampled_from([b"I", b"W", b"E", b"2"]))
 def test_header_like_garbage_never_raises(chunks: list[bytes], lead: bytes) -> None:
     prefix = (
@@ -63,7 +64,7 @@ def test_header_like_garbage_never_raises(chunks: list[bytes], lead: bytes) -> N
     assert list(parse_lines(lines, year=2026)) == list(parse_lines_regex(lines, year=2026))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(WHEN, TOKEN, STATES, STATES, st.integers(1, 9999), st.integers(0, 10**6))
 def test_state_change_round_trip(
     when: tuple[int, ...], rid: str, a: str, b: str, ln: int, off: int
@@ -78,7 +79,7 @@ def test_state_change_round_trip(
     assert list(parse_lines_regex([line], year=2026, offset=off)) == [want]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(WHEN, TOKEN, TOKEN, st.integers(0, 64), st.lists(st.integers(0, 10**6), max_size=4))
 def test_executing_and_output_round_trip(
     when: tuple[int, ...], model: str, inst: str, count: int, shape: list[int]
@@ -106,7 +107,7 @@ def test_executing_and_output_round_trip(
     assert got[1] == ResponseOutput(hdr2, "", "OUT", "FP32", tuple(shape))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.data())
 def test_feeding_in_pieces_gives_the_same_records(data: st.DataObject) -> None:
     from pathlib import Path

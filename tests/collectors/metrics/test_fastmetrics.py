@@ -18,6 +18,7 @@ from test_metrics_parser import INVALID, _page
 from collectors.metrics import parser
 from collectors.metrics.parser import MetricsParseError, parse_metrics, parse_metrics_lenient
 from observability.events import MetricSample
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.skipif(not parser.ACCELERATED, reason="_fastmetrics not built")
 
@@ -104,14 +105,14 @@ def _damaged_page(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_page())
 def test_generated_pages(text: str) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
         _assert_same(text, monkeypatch)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_damaged_page())
 def test_damaged_generated_pages(text: str) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -20,6 +20,7 @@ from collectors.metrics.parser import (
     parse_metrics_lenient,
 )
 from observability.events import MetricType
+from tests.hypothesis_profiles import examples
 
 CLEAN_PAGES = [
     "triton_2.51_histogram_latencies.prom",
@@ -338,7 +339,7 @@ def _page(draw: st.DrawFn) -> str:
     return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_page())
 def test_matches_prometheus_client_on_valid_pages(text: str) -> None:
     expected = canon_prometheus(text)

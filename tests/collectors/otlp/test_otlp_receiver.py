@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors.otlp import OtlpReceiver
+from tests.hypothesis_profiles import examples
 
 FIX = Path(__file__).parents[2] / "fixtures" / "otlp" / "triton_2.51_otel"
 TRITON_POST = (FIX / "post_01.json").read_bytes()
@@ -168,7 +169,9 @@ def test_non_loopback_binding_is_logged(caplog: pytest.LogCaptureFixture) -> Non
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     body=st.binary(max_size=2048),

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from collectors.tail import FileIdentity, Line, Tailer
+from tests.hypothesis_profiles import examples
 
 MAX_LINE = 64
 POLL_BUDGET = 97  # small and odd: lines straddle reads, polls are cut mid-file
@@ -223,7 +224,7 @@ class TailMachine(RuleBasedStateMachine):
 
 
 TailMachine.TestCase.settings = settings(
-    max_examples=150,
+    max_examples=examples(150),
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
