@@ -12,16 +12,20 @@ kinds a reader asks for.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import itertools
 import json
 import lzma
 import math
+import operator
+import types
+import typing
 import zlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from observability.store.codec import KINDS, _builder, _hints, _plain, kind_of
+from observability.store.codec import KINDS, _builder, _hints, _identity, _plain, kind_of
 
 __all__ = ["BlockError", "decode_block", "encode_block"]
 
@@ -36,53 +40,96 @@ class BlockError(ValueError):
     """A block's bytes are not a block this code wrote (a damaged page, a foreign file)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class _Layout:
-    """How one record type is flattened: a getter and a builder per column."""
-
-    getters: tuple[Callable[[Any], Any], ...]
-    build: Callable[[Sequence[Any]], Any]
+_PLAIN_TYPES = (str, int, float, bool)
 
 
 def _is_record(tp: Any) -> bool:
     return isinstance(tp, type) and dataclasses.is_dataclass(tp)
 
 
-def _nested(get: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:
-    return lambda e: get(getattr(e, name))
+def _stays_plain(hint: Any) -> bool:
+    """Whether values of ``hint`` are stored as they are (``_plain`` would return them)."""
+    if hint in _PLAIN_TYPES:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(a is type(None) or a in _PLAIN_TYPES for a in typing.get_args(hint))
+    return False
 
 
-def _plan(cls: type) -> tuple[list[Callable[[Any], Any]], Callable[[Sequence[Any], int], Any], int]:
-    """Getters of ``cls``'s flat columns (a field that is itself a record, such as a log
-    line's header, is spread into its own fields) and a builder from a flat row."""
-    getters: list[Callable[[Any], Any]] = []
-    parts: list[tuple[str, Callable[[Sequence[Any], int], Any], int]] = []
+def _column_builder(hint: Any) -> Callable[[list[Any]], list[Any]]:
+    """A function from a stored column to the values of ``hint``, made once per hint. A
+    whole column at a time: a call per value was most of a block's decoding."""
+    one = _builder(hint)
+    if one is _identity:
+        return lambda col: col
+    present = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    tp = present[0] if len(present) == 1 else None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        table = {m.value: m for m in tp}
+        return lambda col: [None if v is None else (table[v] if v in table else tp(v)) for v in col]
+    return lambda col: list(map(one, col))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Layout:
+    """How one record type is flattened into columns and rebuilt from them."""
+
+    paths: tuple[str, ...]
+    """Each flat column's dotted attribute path (``header.at_ns``), in the stored order."""
+    plain: tuple[bool, ...]
+    """Per column: stored as it is (else through ``_plain``)."""
+    build: Callable[[list[list[Any]]], list[Any]]
+    """Decoded columns (stored order) -> the records."""
+
+    def columns(self, records: Sequence[Any]) -> list[list[Any]]:
+        out = []
+        for path, plain in zip(self.paths, self.plain, strict=True):
+            col = list(map(operator.attrgetter(path), records))
+            out.append(col if plain else list(map(_plain, col)))
+        return out
+
+
+def _plan(cls: type, prefix: str = "") -> tuple[list[str], list[bool], Any, int]:
+    """The flat columns of ``cls`` (a field that is itself a record, such as a log line's
+    header, is spread into its own fields) and a builder from a run of decoded columns."""
+    paths: list[str] = []
+    plain: list[bool] = []
+    parts: list[tuple[str, Any, int]] = []
     for name, hint in _hints(cls).items():
         if _is_record(hint):
-            inner_get, inner_build, width = _plan(hint)
-            getters += [_nested(get, name) for get in inner_get]
+            inner_paths, inner_plain, inner_build, width = _plan(hint, f"{prefix}{name}.")
+            paths += inner_paths
+            plain += inner_plain
             parts.append((name, inner_build, width))
         else:
-            getters.append((lambda n: lambda e: _plain(getattr(e, n)))(name))
-            conv = _builder(hint)
-            parts.append((name, (lambda c: lambda row, i: c(row[i]))(conv), 1))
+            paths.append(prefix + name)
+            plain.append(_stays_plain(hint))
+            parts.append((name, (lambda c: lambda cols, i: c(cols[i]))(_column_builder(hint)), 1))
     width = sum(w for _, _, w in parts)
+    order = [f.name for f in dataclasses.fields(cls)]
+    positional = all(f.init for f in dataclasses.fields(cls)) and sorted(order) == sorted(
+        name for name, _, _ in parts
+    )
 
-    def build(row: Sequence[Any], start: int) -> Any:
-        kwargs = {}
+    def build(cols: list[list[Any]], start: int) -> list[Any]:
+        values: dict[str, list[Any]] = {}
         at = start
         for name, make, w in parts:
-            kwargs[name] = make(row, at)
+            values[name] = make(cols, at)
             at += w
-        return cls(**kwargs)
+        if positional:
+            return list(map(cls, *(values[name] for name in order)))
+        names = list(values)
+        rows = zip(*values.values(), strict=True)
+        return [cls(**dict(zip(names, row, strict=True))) for row in rows]
 
-    return getters, build, width
+    return paths, plain, build, width
 
 
 @functools.cache
 def _layout(cls: type) -> _Layout:
-    getters, build, _ = _plan(cls)
-    return _Layout(tuple(getters), lambda row: build(row, 0))
+    paths, plain, build, _ = _plan(cls)
+    return _Layout(tuple(paths), tuple(plain), lambda cols: build(cols, 0))
 
 
 def _is_int(v: object) -> bool:
@@ -122,18 +169,10 @@ def _unpack(packed: list[Any]) -> list[Any]:
     if flag == 0:
         return list(packed[1])
     if flag == 1:
-        out, total = [], 0
-        for d in packed[1]:
-            total += d
-            out.append(total)
-        return out
+        return list(itertools.accumulate(packed[1]))
     if flag == 5:
-        step, total = packed[1], packed[2]
-        out = [total]
-        for d in packed[3]:
-            total += d * step
-            out.append(total)
-        return out
+        step = packed[1]
+        return list(itertools.accumulate(map(step.__mul__, packed[3]), initial=packed[2]))
     if flag == 2:
         lengths, items = _unpack(packed[1]), _unpack(packed[2])
         out, at = [], 0
@@ -167,8 +206,7 @@ def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes
         rows[kind].append(event)
     columns = {}
     for kind, records in rows.items():
-        layout = _layout(KINDS[kind])
-        columns[kind] = [_pack([get(r) for r in records]) for get in layout.getters]
+        columns[kind] = [_pack(col) for col in _layout(KINDS[kind]).columns(records)]
     body: dict[str, object] = {
         "k": kinds, "o": order if len(kinds) > 1 else len(order), "c": columns
     }  # fmt: skip
@@ -201,9 +239,10 @@ def decode_block(
             if kinds is not None and kind not in kinds:
                 built.append([])
                 continue
-            layout = _layout(KINDS[kind])
             cols = [_unpack(c) for c in body["c"][kind]]
-            built.append([layout.build(row) for row in zip(*cols, strict=True)])
+            if len({len(c) for c in cols}) > 1:
+                raise ValueError(f"{kind}: columns of different lengths")
+            built.append(_layout(KINDS[kind]).build(cols))
         sources = _unpack(body["s"]) if "s" in body else None
     except (zlib.error, lzma.LZMAError, ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
         raise BlockError(f"not a store block: {err}") from None
