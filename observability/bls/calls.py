@@ -35,7 +35,6 @@ from observability.bls.metrics import BlsMetrics, Publisher
 from observability.bls.settings import Settings
 from observability.bls.spans import (
     CLIENT,
-    INTERNAL,
     SERVER,
     SpanRecord,
     SpanRef,
@@ -44,6 +43,7 @@ from observability.bls.spans import (
     new_root,
     new_span_id,
     ratio_bound,
+    submit_marker,
     triton_parent,
 )
 from observability.bls.tensors import snapshot
@@ -350,12 +350,10 @@ class Instrumenter:
         self._hung_children.add(call.child)
         if self.queue is not None:
             # Always exported, even when the call itself was sampled out: its ids are real.
-            marker = SpanRecord(
+            submit_marker(
+                self.queue,
                 "bls.call.hung",
-                INTERNAL,
-                call.trace_id,
-                _rand64(),
-                call.span_id,
+                (call.trace_id, call.span_id),
                 {
                     **self._base_attrs,
                     "triton.bls.child.model": call.child,
@@ -367,13 +365,10 @@ class Instrumenter:
                     "triton.bls.call.trace_id": f"{call.trace_id:032x}",
                     "triton.bls.call.span_id": f"{call.span_id:016x}",
                 },
+                f"in flight for {age_s:.1f} s",
+                call.span,
+                ("bls.call.hung", {"triton.bls.age_s": age_s}),
             )
-            marker.error = f"in flight for {age_s:.1f} s"
-            marker.end_ns = marker.start_ns
-            if call.span is not None:
-                call.span.add_event("bls.call.hung", {"triton.bls.age_s": age_s})
-            self.queue.submit(marker)
-            self.queue.export_soon()
         if self._hung_lines < _HUNG_LINES_PER_TICK:
             self._hung_lines += 1
             print(

@@ -131,6 +131,27 @@ def new_span_id() -> int:
     return _rand(64) or 1
 
 
+def submit_marker(
+    queue: Any,
+    name: str,
+    parent: tuple[int, int],
+    attributes: dict[str, Any],
+    error: str,
+    on: SpanRecord | None,
+    event: tuple[str, dict[str, Any]],
+) -> None:
+    """Export a zero-length span that says a call or stream went wrong while it is still
+    open (its own span is exported only when it ends, which a hung call never does), under
+    ``parent`` (trace id, span id); the open span ``on``, if sampled, gets ``event`` too."""
+    marker = SpanRecord(name, INTERNAL, parent[0], new_span_id(), parent[1], attributes)
+    marker.error = error
+    marker.end_ns = marker.start_ns
+    if on is not None:
+        on.add_event(*event)
+    queue.submit(marker)
+    queue.export_soon()
+
+
 def ratio_bound(ratio: float) -> int:
     """Root spans whose trace id's low 64 bits are below this are sampled (OpenTelemetry's
     ``TraceIdRatioBased``): 0 samples nothing, ``2**64`` everything."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from observability.bls.inflight import InFlight, Watchdog
-from observability.bls.spans import INTERNAL, SERVER, SpanRecord, new_span_id
+from observability.bls.spans import SERVER, SpanRecord, submit_marker
 
 __all__ = ["FINAL_FLAG", "STALLED_MARKER", "Stream", "StreamSender", "Streams"]
 
@@ -176,12 +176,10 @@ class Streams:
         age_s = _monotonic() - stream.opened
         model, instance = inst.settings.model, inst.settings.instance
         if inst.queue is not None:
-            marker = SpanRecord(
+            submit_marker(
+                inst.queue,
                 STALLED_MARKER,
-                INTERNAL,
-                stream.trace_id,
-                new_span_id(),
-                stream.span_id,
+                (stream.trace_id, stream.span_id),
                 {
                     "triton.bls.parent.model": model,
                     "triton.bls.parent.instance": instance,
@@ -193,13 +191,10 @@ class Streams:
                     "triton.stream.trace_id": f"{stream.trace_id:032x}",
                     "triton.stream.span_id": f"{stream.span_id:016x}",
                 },
+                f"no response for {idle_s:.1f} s",
+                stream.span,
+                ("stream.stalled", {"triton.stream.idle_s": idle_s}),
             )
-            marker.error = f"no response for {idle_s:.1f} s"
-            marker.end_ns = marker.start_ns
-            if stream.span is not None:
-                stream.span.add_event("stream.stalled", {"triton.stream.idle_s": idle_s})
-            inst.queue.submit(marker)
-            inst.queue.export_soon()
         if self._stalled_lines < _STALLED_LINES_PER_TICK:
             self._stalled_lines += 1
             print(
