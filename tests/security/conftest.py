@@ -75,7 +75,9 @@ def _proxy(recorded: Recorded) -> ThreadingHTTPServer:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="otlp-proxy", daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="otlp-proxy", daemon=True
+    ).start()
     return server
 
 
