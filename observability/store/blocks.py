@@ -23,9 +23,10 @@ import types
 import typing
 import zlib
 from collections.abc import Callable, Collection, Sequence
+from itertools import compress, repeat
 from typing import Any
 
-from observability.store.codec import KINDS, _builder, _hints, _identity, _plain, kind_of
+from observability.store.codec import KINDS, _builder, _hints, _identity, _plain
 
 __all__ = ["BlockError", "decode_block", "encode_block"]
 
@@ -56,6 +57,27 @@ def _stays_plain(hint: Any) -> bool:
     return False
 
 
+def _column_plainer(hint: Any) -> Callable[[list[Any]], list[Any]]:
+    """A function from a column of ``hint``'s values to what ``_plain`` makes of each: an
+    enum's by a table (most log columns that are not plain are a line's level)."""
+    if _stays_plain(hint):
+        return lambda col: col
+    present = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    tp = present[0] if len(present) == 1 else None
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        table: dict[Any, Any] = {m: m.value for m in tp}
+        table[None] = None
+
+        def plain_enum(col: list[Any]) -> list[Any]:
+            try:
+                return [table[v] if v in table else _plain(v) for v in col]
+            except TypeError:  # an unhashable value where an enum belongs
+                return list(map(_plain, col))
+
+        return plain_enum
+    return lambda col: list(map(_plain, col))
+
+
 def _column_builder(hint: Any) -> Callable[[list[Any]], list[Any]]:
     """A function from a stored column to the values of ``hint``, made once per hint. A
     whole column at a time: a call per value was most of a block's decoding."""
@@ -76,24 +98,25 @@ class _Layout:
 
     paths: tuple[str, ...]
     """Each flat column's dotted attribute path (``header.at_ns``), in the stored order."""
-    plain: tuple[bool, ...]
-    """Per column: stored as it is (else through ``_plain``)."""
+    plain: tuple[Callable[[list[Any]], list[Any]], ...]
+    """Per column: what makes its values plain (JSON's)."""
     build: Callable[[list[list[Any]]], list[Any]]
     """Decoded columns (stored order) -> the records."""
 
     def columns(self, records: Sequence[Any]) -> list[list[Any]]:
         out = []
         for path, plain in zip(self.paths, self.plain, strict=True):
-            col = list(map(operator.attrgetter(path), records))
-            out.append(col if plain else list(map(_plain, col)))
+            out.append(plain(list(map(operator.attrgetter(path), records))))
         return out
 
 
-def _plan(cls: type, prefix: str = "") -> tuple[list[str], list[bool], Any, int]:
+def _plan(
+    cls: type, prefix: str = ""
+) -> tuple[list[str], list[Callable[[list[Any]], list[Any]]], Any, int]:
     """The flat columns of ``cls`` (a field that is itself a record, such as a log line's
     header, is spread into its own fields) and a builder from a run of decoded columns."""
     paths: list[str] = []
-    plain: list[bool] = []
+    plain: list[Callable[[list[Any]], list[Any]]] = []
     parts: list[tuple[str, Any, int]] = []
     for name, hint in _hints(cls).items():
         if _is_record(hint):
@@ -103,7 +126,7 @@ def _plan(cls: type, prefix: str = "") -> tuple[list[str], list[bool], Any, int]
             parts.append((name, inner_build, width))
         else:
             paths.append(prefix + name)
-            plain.append(_stays_plain(hint))
+            plain.append(_column_plainer(hint))
             parts.append((name, (lambda c: lambda cols, i: c(cols[i]))(_column_builder(hint)), 1))
     width = sum(w for _, _, w in parts)
     order = [f.name for f in dataclasses.fields(cls)]
@@ -132,8 +155,7 @@ def _layout(cls: type) -> _Layout:
     return _Layout(tuple(paths), tuple(plain), lambda cols: build(cols, 0))
 
 
-def _is_int(v: object) -> bool:
-    return type(v) is int
+_INT = {int}
 
 
 def _pack(column: list[Any]) -> list[Any]:
@@ -145,7 +167,7 @@ def _pack(column: list[Any]) -> list[Any]:
     (``[4, keys, columns]``); anything else as it is (``[0, values]``)."""
     if not column:
         return [0, column]
-    if all(map(_is_int, column)):
+    if set(map(type, column)) == _INT:
         deltas = [b - a for a, b in itertools.pairwise(column)]
         step = math.gcd(*deltas) if deltas else 1
         if step > 1:  # a log's times are microseconds in nanoseconds: the zeros compress badly
@@ -192,20 +214,14 @@ def _unpack(packed: list[Any]) -> list[Any]:
 def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes:
     """The compressed block of ``events`` (any mix of the kinds :data:`KINDS` knows), with
     each one's source if they are not all the block's own (Triton's trace files)."""
-    kinds: list[str] = []
-    index: dict[str, int] = {}
-    rows: dict[str, list[object]] = {}
-    order: list[int] = []
-    for event in events:
-        kind = kind_of(event)
-        if kind not in index:
-            index[kind] = len(kinds)
-            kinds.append(kind)
-            rows[kind] = []
-        order.append(index[kind])
-        rows[kind].append(event)
+    seq = list(map(type, events))
+    present = list(dict.fromkeys(seq))  # each type once, in order of first appearance
+    kinds = [t.__name__ for t in present]  # codec.kind_of
+    order = list(map({t: i for i, t in enumerate(present)}.__getitem__, seq))
     columns = {}
-    for kind, records in rows.items():
+    for t, kind in zip(present, kinds, strict=True):
+        mine = map(operator.is_, seq, repeat(t))
+        records = events if len(present) == 1 else list(compress(events, mine))
         columns[kind] = [_pack(col) for col in _layout(KINDS[kind]).columns(records)]
     body: dict[str, object] = {
         "k": kinds, "o": order if len(kinds) > 1 else len(order), "c": columns
