@@ -39,12 +39,14 @@ def test_capture_then_ingest_twice(triton_lab: TritonLab, tmp_path: Path) -> Non
         finally:
             client.close()
 
+    # 60 sequential requests take ~2 s on a quiet machine; the capture's 8 s leave room for a
+    # loaded one (4 s missed the last few under a load average of 5).
     sender = threading.Timer(0.5, traffic)
     sender.start()
     result = capture(
         CaptureConfig(
             out=out, url=triton_lab.http_url, metrics_url=triton_lab.metrics_url,
-            log=triton_lab.log_path, trace=triton_lab.trace_path, duration_s=4, interval_s=0.5,
+            log=triton_lab.log_path, trace=triton_lab.trace_path, duration_s=8, interval_s=0.5,
         )
     )  # fmt: skip
     sender.join(timeout=60)
