@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution
+from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
 from observability.detectors.waits import Call, Waits, waits_of
 from observability.detectors.window import Window
@@ -134,6 +135,9 @@ class HungRequestDetector:
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
         summary += "; " + _describe_calls(calls, now, self.max_children_named)
+        last = None if calls else last_call(window, waits.instances, stuck)
+        if last is not None:
+            summary += "; " + last.describe()
         summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
         ids = [i for e in stuck for i in e.ids]
         source = (
@@ -149,6 +153,8 @@ class HungRequestDetector:
         evidence = [_execution_evidence(e, now) for e in stuck[: self.max_children_named]]
         evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
         evidence += _victim_evidence(waits, [model, *(c.request.model for c in calls)], now)
+        if last is not None:
+            evidence.append(_released_evidence(last))
         first = min(e.start_ns for e in stuck) + int(deadline * 1e9)
         return Finding(
             kind=self.kind,
@@ -351,6 +357,18 @@ def _execution_evidence(e: Execution, now: int) -> Evidence:
         log_ref(e.offset),
         f"model {e.model}, instance {e.instance}, executing {e.count} requests; "
         f"not released after {e.age_s(now):.1f} s",
+    )
+
+
+def _released_evidence(last: LastCall) -> Evidence:
+    x = last.execution
+    outputs = "" if last.outputs is None else f" after {last.outputs} response output(s)"
+    return Evidence(
+        "log",
+        x.end_ns or x.start_ns,
+        log_ref(x.end_offset if x.end_offset is not None else x.offset),
+        f"model instance name {x.instance} released {x.count} requests{outputs}: the stuck "
+        "batch's last BLS call, finished",
     )
 
 

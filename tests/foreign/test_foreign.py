@@ -81,3 +81,7 @@ def test_foreign_scenario(name: str) -> None:
     found = {(kind, model) for kind, model, _severity in serious}
     missing = [tuple(p) for p in expected["findings"] if tuple(p) not in found]  # type: ignore[attr-defined]
     assert not missing, f"{name}: missing {missing}; analyze reported {serious}"
+    # What a finding must name to be actionable (the child that broke, not only the caller).
+    for kind, model, text in expected.get("mentions", []):  # type: ignore[attr-defined]
+        summaries = [f.summary for f in result.findings if (f.kind, f.model) == (kind, model)]
+        assert any(text in s for s in summaries), f"{name}: no {kind} on {model} says {text!r}"
