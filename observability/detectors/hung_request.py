@@ -92,7 +92,8 @@ class HungRequestDetector:
             waits_on = _leaves(reqs, children, rid) + steps
             execution = by_id.get(rid)
             calls = waits.leaves(execution) if execution is not None and not waits_on else []
-            out.append(self._finding(window, reqs, outer, waits_on, calls, waits))
+            finding = self._finding(window, reqs, outer, waits_on, calls, waits, execution)
+            out.append(finding)
         out += self._idless(window, reqs, waits, reported)
         return out
 
@@ -176,6 +177,7 @@ class HungRequestDetector:
         waits: list[Lifecycle],
         calls: list[Call],
         analysis: Waits,
+        execution: Execution | None = None,
     ) -> Finding:
         now = window.until_ns
         assert cycle.executing_ns is not None
@@ -194,12 +196,17 @@ class HungRequestDetector:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
             summary += "; " + _describe_calls(calls, now, self.max_children_named)
+        last = None
+        if not waits and not calls and execution is not None:
+            last = last_call(window, analysis.instances, [execution])
+            summary += "" if last is None else "; " + last.describe()
         models = [model, *(c.model for c in waits), *(c.request.model for c in calls)]
         summary += _victims_text(analysis, models, now)
         evidence = [_evidence(cycle, "EXECUTING")]
         evidence += [_evidence(c, c.state) for c in waits[: self.max_children_named]]
         evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
         evidence += _victim_evidence(analysis, models, now)
+        evidence += [] if last is None else [_released_evidence(last)]
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL,
