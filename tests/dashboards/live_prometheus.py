@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 import socket
 import subprocess
 import time
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from dashboards.grafana import build_all
@@ -35,6 +37,13 @@ __all__ = [
 
 ALERTS_DIR = Path(__file__).resolve().parents[2] / "dashboards" / "alerts"
 _SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{|\s)")
+
+
+NEEDS_PROMETHEUS = pytest.mark.skipif(
+    shutil.which("prometheus") is None,
+    reason="prometheus missing: apt-get install -y prometheus (.ci/run does)",
+)
+"""For a module that runs Debian's Prometheus."""
 
 
 def _free_port() -> int:

@@ -13,7 +13,6 @@ missing families, the ``instance`` label Prometheus renames to ``model_instance`
 
 from __future__ import annotations
 
-import shutil
 import socket
 import threading
 import time
@@ -31,6 +30,7 @@ from observability.load import LoadConfig, run_load
 from observability.watch import WatchConfig, Watcher
 from tests.dashboards.known_metrics import PROMETHEUS_SYNTHETIC, triton_names
 from tests.dashboards.live_prometheus import (
+    NEEDS_PROMETHEUS,
     Prometheus,
     has_finite_value,
     metric_names_on,
@@ -43,13 +43,7 @@ from tests.dashboards.promql_names import metric_names
 from tests.dashboards.test_metric_names import dashboard_exprs, rule_exprs
 from tests.detectors.recording import STEPS
 
-pytestmark = [
-    pytest.mark.lab,
-    pytest.mark.skipif(
-        shutil.which("prometheus") is None,
-        reason="prometheus missing: apt-get install -y prometheus (.ci/run does)",
-    ),
-]
+pytestmark = [pytest.mark.lab, NEEDS_PROMETHEUS]
 
 LOAD_S = 30.0
 BLS_DEADLINE_S = 5

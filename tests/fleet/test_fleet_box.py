@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import time
 import urllib.error
@@ -35,6 +34,7 @@ import pytest
 from observability.demo.fleet import FleetBox, FleetOptions
 from observability.store import Store
 from tests.dashboards.live_prometheus import (
+    NEEDS_PROMETHEUS,
     Prometheus,
     has_finite_value,
     panel_queries,
@@ -43,13 +43,7 @@ from tests.dashboards.live_prometheus import (
 )
 from tests.dashboards.promql_names import metric_names
 
-pytestmark = [
-    pytest.mark.lab,
-    pytest.mark.skipif(
-        shutil.which("prometheus") is None,
-        reason="prometheus missing: apt-get install -y prometheus (.ci/run does)",
-    ),
-]
+pytestmark = [pytest.mark.lab, NEEDS_PROMETHEUS]
 
 PODS = 3
 HUNG = 1
