@@ -192,10 +192,12 @@ def analyse(
                 continue
             callers.setdefault(id(req), []).append(parent)
             pending.append((parent, req))
+    # Each request's owner once (the latest-started of its candidate callers), not once per
+    # candidate: thousands of open batches made that quadratic.
+    owners = {rid: max(cands, key=lambda c: c.start_ns) for rid, cands in callers.items()}
     for parent, req in pending:
         candidates = callers[id(req)]
-        owner = max(candidates, key=lambda c: c.start_ns)
-        calls.setdefault(id(parent), []).append(Call(req, len(candidates), owner))
+        calls.setdefault(id(parent), []).append(Call(req, len(candidates), owners[id(req)]))
 
     def limit_s(e: Execution) -> float:
         """A cold start (the instance's first batch after a load) gets the ceiling. A batch's
