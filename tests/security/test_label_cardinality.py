@@ -191,7 +191,8 @@ class WatchRun:
 def watch_run(
     tmp_path_factory: pytest.TempPathFactory, request_ids: list[str], models: list[str]
 ) -> WatchRun:
-    """The collector and detectors of ``watch`` over the log: half of it, then all of it."""
+    """The collector and detectors of ``watch`` over the log: half of it, then all of it. Its
+    two tests share a worker (``xdist_group``), so that it runs once per session."""
     root = tmp_path_factory.mktemp("cardinality-watch")
     log = root / "triton.log"
     written = [write_log(log, 0, REQUESTS // 2, models, request_ids)]
@@ -229,6 +230,7 @@ def watch_run(
     return WatchRun(pages[0], pages[1], list(watcher.known.values()))
 
 
+@pytest.mark.xdist_group("label-cardinality-watch")
 def test_watch_page_never_labels_a_request_id(watch_run: WatchRun, request_ids) -> None:
     ids = set(request_ids) | {f.request_id for f in watch_run.findings if f.request_id}
     assert len(ids) >= REQUESTS
@@ -239,6 +241,7 @@ def test_watch_page_never_labels_a_request_id(watch_run: WatchRun, request_ids) 
     )
 
 
+@pytest.mark.xdist_group("label-cardinality-watch")
 def test_watch_page_is_bounded_by_models_not_requests(watch_run: WatchRun, models) -> None:
     full, half = watch_run.full, watch_run.half
     assert len(full.series) == len(half.series), "5,000 more request ids added series"
