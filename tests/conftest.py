@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import signal
 from pathlib import Path
 
@@ -65,6 +66,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = next((g for f, g in SHARED_LABS.items() if f in names), None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Cyclic garbage collection in the test process only: what the imports and the
+    collection made is frozen (never scanned again), and the young generation is collected
+    after 50,000 allocations instead of 700. The session's shared recordings and analyses
+    make a large heap that each full collection walked again: a quarter of the suite's CPU
+    (28 of 114 s on tests/detectors, app and bundle, 4 s after). What a test proves does
+    not depend on when garbage is collected; a test that needs it calls ``gc.collect()``."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 @pytest.fixture(scope="session")
