@@ -139,6 +139,21 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     hit = _cache.get(key)
     if hit is not None and hit[0]() is window:
         return hit[1]
+    result = analyse(instances_of(window), policy, _origins_of(window))
+    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    return result
+
+
+_origins_cache: dict[int, tuple[weakref.ref[Window], dict[tuple[int, int], str]]] = {}
+
+
+def _origins_of(window: Window) -> dict[tuple[int, int], str]:
+    """Where each admitted request of the window came from, once per window (detectors with
+    different deadline policies each analyse the waits)."""
+    key = id(window)
+    hit = _origins_cache.get(key)
+    if hit is not None and hit[0]() is window:
+        return hit[1]
     kinds = (
         ev.FrontendRequest,
         ev.StreamRequestRead,
@@ -146,8 +161,8 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
         ev.InstanceExecuting,
         ev.InstanceReleased,
     )
-    result = analyse(instances_of(window), policy, origins(window.logs(*kinds)))
-    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    result = origins(window.logs(*kinds))
+    _origins_cache[key] = (weakref.ref(window, lambda _ref: _origins_cache.pop(key, None)), result)
     return result
 
 
@@ -256,9 +271,23 @@ def _waits_only_on_stuck(
     return True
 
 
+_callees_cache: dict[int, tuple[weakref.ref[Instances], dict[str, set[str]]]] = {}
+
+
 def callees(inst: Instances) -> dict[str, set[str]]:
     """Model -> the models it calls through BLS, learned from its completed batches (only for
-    models with at least ``_MIN_BATCHES_TO_LEARN`` of them)."""
+    models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
+    five detectors ask, and each learning is a pass over every admitted request. Read-only."""
+    key = id(inst)
+    hit = _callees_cache.get(key)
+    if hit is not None and hit[0]() is inst:
+        return hit[1]
+    result = _learn_callees(inst)
+    _callees_cache[key] = (weakref.ref(inst, lambda _ref: _callees_cache.pop(key, None)), result)
+    return result
+
+
+def _learn_callees(inst: Instances) -> dict[str, set[str]]:
     admitted = sorted(
         (r.prepared_ns, r.model)
         for r in [

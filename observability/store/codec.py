@@ -89,8 +89,13 @@ def _builder(tp: Any) -> typing.Callable[[Any], Any]:
         args = typing.get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             item = _builder(args[0])
-            return lambda v: None if v is None else tuple(item(x) for x in v)
+            if item is _identity:
+                return lambda v: None if v is None else tuple(v)
+            return lambda v: None if v is None else tuple(map(item, v))
         items = [_builder(a) for a in args]
+        if all(b is _identity for b in items):  # pairs of plain values: most span attributes
+            n = len(items)
+            return lambda v: None if v is None else tuple(v[:n])
         return lambda v: None if v is None else tuple(b(x) for b, x in zip(items, v, strict=False))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return lambda v: None if v is None else tp(v)
