@@ -15,14 +15,13 @@ from observability.store import Store
 from tests.detectors.recording import RecordedRun
 from tests.fixtures.recordings import ARCHIVE, source_folder
 
-pytestmark = pytest.mark.xdist_group("analyze-matches-watch")
-"""One worker: the faulty bundle's analysis is shared by two tests (``_analysed``)."""
-
 
 @functools.cache
 def _analysed(bundle: Path) -> AnalysisResult:
     """``analyze`` of a checked-in recording's bundle, once per process: the faulty one is
-    read by both tests below (the bundle never changes within a session)."""
+    read by two tests below (the bundle never changes within a session). No ``xdist_group``:
+    the three tests on one worker were the quick suite's longest chain (about 35 s), longer
+    than a second analysis of the faulty bundle (2 s) on the other worker."""
     return analyze_bundle(bundle)
 
 
