@@ -106,9 +106,3 @@ def faulty_none_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
     and BLS children are built without, as tritonclient, perf_analyzer and
     ``pb_utils.InferenceRequest`` do by default."""
     return session_recording("faulty-ids-none", tmp_path_factory)
-
-
-@pytest.fixture(scope="session")
-def healthy_none_run(tmp_path_factory: pytest.TempPathFactory) -> RecordedRun:
-    """The healthy twin with no request id anywhere."""
-    return session_recording("healthy-ids-none", tmp_path_factory)
