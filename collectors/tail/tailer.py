@@ -22,7 +22,10 @@ Guarantees and why:
   Its checkpoint entry stays until its lines are committed, and a restart finds a
   checkpointed file by inode among ``path``'s siblings, so a rotation while the collector
   is down loses nothing either. Every newly opened file is written to the checkpoint (at
-  offset 0, no offset moves) so that it, too, can be found after a crash.
+  offset 0, no offset moves) so that it, too, can be found after a crash. When ``path``
+  was rotated more than once while the tailer looked away (down, or between two polls),
+  the generations in between, rotated siblings (``NAME.*``, ``NAME-*``) written after the
+  last file it knew and never opened, are read whole, oldest first, before the new file.
 * **Copytruncate / truncation.** Size below the read position (or changed first bytes) →
   restart at 0 under a new identity, counted in ``truncations``. The lines not yet read
   are then looked for in the copy logrotate left beside it (``NAME*``, same first line,
@@ -39,8 +42,8 @@ Documented limits:
   race; prefer it when the writer can reopen its log.
 * Rotated files must stay in ``path``'s folder, uncompressed, until drained (logrotate's
   ``olddir`` or ``compress`` without ``delaycompress`` lose their unread tail: ``FileLost``).
-* One path is followed: a file that appears and is rotated away again between two polls
-  (before the tailer ever opened it) is never read. Poll more often than logrotate runs.
+* One path is followed: a generation rotated away under another name than ``NAME.*`` or
+  ``NAME-*``, or compressed, before the tailer ever opened it is never read.
 * A rotated file whose inode was recycled while the collector was down may be read from 0
   as a new file (duplicates under another identity; never a loss).
 * Bytes a writer appends to a rotated file after the tailer let it go are not read, and
@@ -52,8 +55,10 @@ Documented limits:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import stat
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
@@ -88,6 +93,8 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_LINE_BYTES = 1_048_576
 DEFAULT_MAX_BYTES_PER_POLL = 4 * 1_048_576
 _DRAIN_IDLE_POLLS = 2
+_COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".lz4")
+"""Rotated names a tailer cannot read (logrotate's ``compress``, the kubelet's older files)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +286,11 @@ class Tailer:
                 self._emit(Truncated(rpath, e.identity, os.fstat(rfd).st_size, e.offset))
                 reader = self._start(rfd, rpath, 0, None)
             self._draining.append(reader)
+        if resumed is None and self._draining:  # the checkpointed file was rotated away
+            skip = {(r.dev, r.inode) for r in self._draining}
+            if fd is not None:
+                skip.add(path_id)  # type: ignore[arg-type]
+            self._draining += self._missed(self._draining, skip)
         if fd is not None:
             if resumed is not None:
                 self._current = self._start(fd, self.path, resumed.offset, resumed.identity)
@@ -322,9 +334,59 @@ class Tailer:
             self._emit(Rotated(self.path, cur.identity, new.identity))
             cur.idle_polls = 0
             self._draining.append(cur)
+            skip = {(r.dev, r.inode) for r in [*self._tracked, new]}
+            missed = self._missed([cur], skip)
+            self._draining += missed
+            self._tracked += missed
         self._current = new
         self._tracked.append(new)
         self._write_checkpoint()
+
+    def _missed(self, known: list[FileReader], skip: set[tuple[int, int]]) -> list[FileReader]:
+        """Rotated files never opened that were written after the newest of ``known``, oldest
+        first, to read whole: ``path`` was rotated twice between two looks at it (while the
+        collector was down, or faster than it polls), and the generation in between would
+        otherwise be lost. Only ``NAME.*``/``NAME-*`` siblings, not compressed ones."""
+        since = 0
+        for r in known:
+            if r.fd is not None:
+                with contextlib.suppress(OSError):
+                    since = max(since, os.fstat(r.fd).st_mtime_ns)
+        if not since:
+            return []
+        base = os.path.basename(self.path)
+        found: list[tuple[int, str]] = []
+        try:
+            entries = list(os.scandir(self._dir))
+        except OSError as e:
+            self._error("scandir", self._dir, e)
+            return []
+        for entry in entries:
+            name = entry.name
+            if not name.startswith(base) or name[len(base) : len(base) + 1] not in (".", "-"):
+                continue
+            if name.endswith(_COMPRESSED):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            fresh = st.st_mtime_ns > since and (st.st_dev, st.st_ino) not in skip
+            if fresh and stat.S_ISREG(st.st_mode):
+                found.append((st.st_mtime_ns, entry.path))
+        readers = []
+        for _, path in sorted(found):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as e:
+                self._error("open", path, e)
+                continue
+            self._counts["rotations"] += 1
+            readers.append(self._start(fd, path, 0, None))
+        if readers:
+            log.warning("tail: %d rotated file(s) of %s were never opened; reading them whole",
+                        len(readers), self.path)  # fmt: skip
+        return readers
 
     def _retire(self, reader: FileReader) -> None:
         tail = reader.unterminated()

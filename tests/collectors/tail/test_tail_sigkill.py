@@ -48,8 +48,12 @@ def _start(log: Path, ckpt: Path, records: Path) -> subprocess.Popen[bytes]:
 
 
 def _records(path: Path) -> list[tuple[bytes, int, bytes]]:
+    """The records written so far; a last one still being written (read while the consumer
+    runs: a read may see part of a write) is left for the next look."""
     out = []
     for raw in path.read_bytes().splitlines(keepends=True):
+        if not raw.endswith(b"\n"):
+            break
         fp, off, data = raw.split(b" ", 2)
         out.append((fp, int(off), data))
     return out
@@ -60,8 +64,15 @@ def test_sigkill_and_restart_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     rng = random.Random(1234)
     done = threading.Event()
     writer = threading.Thread(target=_writer, args=(log, done), daemon=True)
-    writer.start()
+    log.touch()
     proc = _start(log, ckpt, records)
+    # The writer starts once the first consumer has checkpointed the log: a tailer with no
+    # checkpoint starts fresh at the current file, so a consumer slower to start than the
+    # writer's two rotations (a loaded box) would begin after them, by design.
+    deadline = time.monotonic() + 30
+    while not ckpt.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    writer.start()
     try:
         for _ in range(KILLS):
             time.sleep(rng.uniform(0.15, 0.4))
