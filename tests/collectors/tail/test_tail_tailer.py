@@ -48,6 +48,14 @@ def tailer(log: Path, ckpt: Path, events: list[TailEvent] | None = None, **kw) -
     return Tailer(log, ckpt, on_event=events.append if events is not None else None, **kw)
 
 
+def _read_then_stop(log: Path, ckpt: Path, first: bytes) -> None:
+    """A collector that read and committed ``first``, then stopped (a restart test's start)."""
+    append(log, first)
+    t = tailer(log, ckpt)
+    t.commit(t.poll())
+    t.close()
+
+
 def test_waits_for_the_file_then_reads_lines_with_offsets(log: Path, ckpt: Path) -> None:
     t = tailer(log, ckpt)
     assert t.poll() == [] and t.poll() == []
@@ -237,10 +245,7 @@ def test_restart_resumes_after_the_last_committed_line(log: Path, ckpt: Path) ->
 
 
 def test_restart_after_rename_rotation_while_down(log: Path, ckpt: Path) -> None:
-    append(log, b"a1\n")
-    t = tailer(log, ckpt)
-    t.commit(t.poll())
-    t.close()
+    _read_then_stop(log, ckpt, b"a1\n")
     append(log, b"a2\n")
     log.rename(log.with_name("triton.log.1"))
     append(log, b"b1\n")
@@ -266,10 +271,7 @@ def test_restart_after_two_rotations_while_down_reads_the_generation_between(
     old = log.with_name("triton.log.0")
     old.write_bytes(b"older\n")  # a generation from before, already read by someone
     os.utime(old, ns=(1, 1))
-    append(log, b"a1\n")
-    t = tailer(log, ckpt)
-    t.commit(t.poll())
-    t.close()
+    _read_then_stop(log, ckpt, b"a1\n")
     append(log, b"a2\n")
     log.rename(log.with_name("triton.log.6666"))
     append(log, b"b1\nb2\n")
@@ -323,10 +325,7 @@ def test_restart_after_copytruncate_while_down(log: Path, ckpt: Path) -> None:
 
 def test_rotated_file_lost_while_down_is_reported(log: Path, ckpt: Path) -> None:
     events: list[TailEvent] = []
-    append(log, b"a1\n")
-    t = tailer(log, ckpt)
-    t.commit(t.poll())
-    t.close()
+    _read_then_stop(log, ckpt, b"a1\n")
     log.rename(log.with_name("gone"))
     append(log, b"b1\n")  # created before the unlink, so it cannot reuse the inode
     log.with_name("gone").unlink()
@@ -362,10 +361,7 @@ def test_bad_checkpoint_starts_fresh_with_a_warning(
 
 
 def test_restart_with_inode_reused_counts_a_truncation(log: Path, ckpt: Path) -> None:
-    append(log, b"a1\n")
-    t = tailer(log, ckpt)
-    t.commit(t.poll())
-    t.close()
+    _read_then_stop(log, ckpt, b"a1\n")
     ino = os.stat(log).st_ino
     log.unlink()
     append(log, b"b1\n")
