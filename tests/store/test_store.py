@@ -218,3 +218,32 @@ def test_migration_3_keeps_the_spans_of_a_version_2_store(tmp_path: Path) -> Non
         assert store.schema_version() == len(MIGRATIONS)
         assert list(store.trace_spans()) == [span]
         assert store.write([span], "t").inserted == 0
+
+
+def test_a_source_that_went_quiet_is_compacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rotated log never fills a block: its staged rows (ten times a block's room) would
+    stay until the collector stopped. Once it has had nothing new for a while, the next
+    write compacts it; a source still written to keeps staging."""
+    import observability.store.sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "_IDLE_COMPACT_S", 0.3)
+    prepared = [ev.RequestPrepared(header(i), f"r{i}", "router", 1, 1, 0) for i in range(10)]
+
+    def staged(db: Store, source: str) -> int:
+        sql = "SELECT count(*) FROM staged WHERE source = ?"
+        return int(db._db.execute(sql, (source,)).fetchone()[0])
+
+    with Store(tmp_path / "s.db") as db:
+        db.write(prepared[:5], source="triton.log.1")
+        db.write(prepared[:1], source="triton.log")
+        assert staged(db, "triton.log.1") == 5  # not quiet yet
+        time.sleep(0.4)
+        db.write(prepared[1:2], source="triton.log")
+        assert staged(db, "triton.log.1") == 0 and staged(db, "triton.log") == 2
+        assert db.count("log_records") == 7
+        got = sorted(r.request_id for r in db.log_records(kinds=["RequestPrepared"]))
+        assert got == sorted(["r0", "r1"] + [f"r{i}" for i in range(5)])
+        again = db.write(prepared[:5], source="triton.log.1")  # a replay after compaction
+        assert again.inserted == 0 and again.duplicates == 5
