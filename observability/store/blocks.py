@@ -23,7 +23,6 @@ import types
 import typing
 import zlib
 from collections.abc import Callable, Collection, Sequence
-from itertools import compress, repeat
 from typing import Any
 
 from observability.store.codec import KINDS, _builder, _hints, _identity, _plain
@@ -57,14 +56,20 @@ def _stays_plain(hint: Any) -> bool:
     return False
 
 
+def _enum_of(hint: Any) -> type[enum.Enum] | None:
+    """The enum ``hint`` names, alone or optional; None for any other hint."""
+    present = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    tp = present[0] if len(present) == 1 else None
+    return tp if isinstance(tp, type) and issubclass(tp, enum.Enum) else None
+
+
 def _column_plainer(hint: Any) -> Callable[[list[Any]], list[Any]]:
     """A function from a column of ``hint``'s values to what ``_plain`` makes of each: an
     enum's by a table (most log columns that are not plain are a line's level)."""
     if _stays_plain(hint):
         return lambda col: col
-    present = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-    tp = present[0] if len(present) == 1 else None
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    tp = _enum_of(hint)
+    if tp is not None:
         table: dict[Any, Any] = {m: m.value for m in tp}
         table[None] = None
 
@@ -84,9 +89,8 @@ def _column_builder(hint: Any) -> Callable[[list[Any]], list[Any]]:
     one = _builder(hint)
     if one is _identity:
         return lambda col: col
-    present = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-    tp = present[0] if len(present) == 1 else None
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+    tp = _enum_of(hint)
+    if tp is not None:
         table = {m.value: m for m in tp}
         return lambda col: [None if v is None else (table[v] if v in table else tp(v)) for v in col]
     return lambda col: list(map(one, col))
@@ -220,8 +224,8 @@ def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes
     order = list(map({t: i for i, t in enumerate(present)}.__getitem__, seq))
     columns = {}
     for t, kind in zip(present, kinds, strict=True):
-        mine = map(operator.is_, seq, repeat(t))
-        records = events if len(present) == 1 else list(compress(events, mine))
+        mine = map(operator.is_, seq, itertools.repeat(t))
+        records = events if len(present) == 1 else list(itertools.compress(events, mine))
         columns[kind] = [_pack(col) for col in _layout(KINDS[kind]).columns(records)]
     body: dict[str, object] = {
         "k": kinds, "o": order if len(kinds) > 1 else len(order), "c": columns
