@@ -246,9 +246,14 @@ def dashboard_config_maps() -> list[Obj]:
 
 
 def _deployment(
-    name: str, labels: dict[str, str], selector: dict[str, str], container: Obj, volumes: list[Obj]
+    name: str,
+    labels: dict[str, str],
+    selector: dict[str, str],
+    containers: list[Obj],
+    volumes: list[Obj],
 ) -> Obj:
-    """One replica of one hardened container, no API token, as the base's services run."""
+    """One replica of hardened containers, no API token, as the base's services and the
+    sidecar overlay's Triton run."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -261,7 +266,7 @@ def _deployment(
                 "spec": {
                     "automountServiceAccountToken": False,
                     "securityContext": _pod_security(OBS_UID),
-                    "containers": [container],
+                    "containers": containers,
                     "volumes": volumes,
                 },
             },
@@ -297,17 +302,21 @@ def otel_collector(image: str, tempo: str) -> list[Obj]:
             "otel-collector",
             labels,
             selector,
-            {
-                "name": "otel-collector",
-                "image": image,
-                "args": ["--config=/etc/otelcol/config.yaml"],
-                "ports": ports,
-                "readinessProbe": {"tcpSocket": {"port": "otlp-http"}},
-                # memory_limiter holds the collector at 512 MiB.
-                "resources": _resources("100m", "256Mi", "1", "640Mi"),
-                "securityContext": _hardened(),
-                "volumeMounts": [{"name": "config", "mountPath": "/etc/otelcol", "readOnly": True}],
-            },
+            [
+                {
+                    "name": "otel-collector",
+                    "image": image,
+                    "args": ["--config=/etc/otelcol/config.yaml"],
+                    "ports": ports,
+                    "readinessProbe": {"tcpSocket": {"port": "otlp-http"}},
+                    # memory_limiter holds the collector at 512 MiB.
+                    "resources": _resources("100m", "256Mi", "1", "640Mi"),
+                    "securityContext": _hardened(),
+                    "volumeMounts": [
+                        {"name": "config", "mountPath": "/etc/otelcol", "readOnly": True}
+                    ],
+                },
+            ],
             [{"name": "config", "configMap": {"name": "otel-collector"}}],
         ),
         {
@@ -339,18 +348,20 @@ def triage(image: str) -> list[Obj]:
             "triton-obs-triage",
             labels,
             selector,
-            {
-                "name": "triage",
-                "image": image,
-                "args": ["triage", "--host=0.0.0.0", "--port=8501"],
-                # Streamlit writes its settings and uploads under HOME and /tmp.
-                "env": [{"name": "HOME", "value": "/tmp"}],
-                "ports": [{"name": "http", "containerPort": 8501, "protocol": "TCP"}],
-                "readinessProbe": {"httpGet": {"path": "/_stcore/health", "port": "http"}},
-                "resources": _resources("100m", "512Mi", "1", "2Gi"),
-                "securityContext": _hardened(),
-                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-            },
+            [
+                {
+                    "name": "triage",
+                    "image": image,
+                    "args": ["triage", "--host=0.0.0.0", "--port=8501"],
+                    # Streamlit writes its settings and uploads under HOME and /tmp.
+                    "env": [{"name": "HOME", "value": "/tmp"}],
+                    "ports": [{"name": "http", "containerPort": 8501, "protocol": "TCP"}],
+                    "readinessProbe": {"httpGet": {"path": "/_stcore/health", "port": "http"}},
+                    "resources": _resources("100m", "512Mi", "1", "2Gi"),
+                    "securityContext": _hardened(),
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                },
+            ],
             [{"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}}],
         ),
         {
@@ -567,30 +578,19 @@ def triton_with_sidecar(triton_image: str, obs_image: str) -> list[Obj]:
         obs_image,
     )
     return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": _meta("triton", labels),
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": selector},
-                "template": {
-                    "metadata": {"labels": {**PART_OF, **labels}},
-                    "spec": {
-                        "automountServiceAccountToken": False,
-                        "securityContext": _pod_security(OBS_UID),
-                        "containers": [triton, watch],
-                        "volumes": [
-                            {"name": "triton-logs", "emptyDir": {"sizeLimit": "2Gi"}},
-                            {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
-                            {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
-                            # compose.yaml's shm_size: the python backend's shared memory.
-                            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-                        ],
-                    },
-                },
-            },
-        },
+        _deployment(
+            "triton",
+            labels,
+            selector,
+            [triton, watch],
+            [
+                {"name": "triton-logs", "emptyDir": {"sizeLimit": "2Gi"}},
+                {"name": "data", "emptyDir": {"sizeLimit": "1Gi"}},
+                {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                # compose.yaml's shm_size: the python backend's shared memory.
+                {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+            ],
+        ),
         {
             "apiVersion": "v1",
             "kind": "Service",
