@@ -8,8 +8,9 @@ analysis has nothing to name. What it still shows is the batch's last call: the 
 admitted for one of its model's callees while the batch was the newest open batch of its model
 (a parent issues its calls while it runs), and that call's execution. Its ``add response
 output`` lines count its responses' tensors; they carry no model or instance, so they are
-counted only when no other execution ran at the same time, and compared with the same
-model's other lone executions: fewer than usual is the signature of a stream cut short.
+counted only for an execution within which no other one started or ended, and compared with
+the same model's other such executions: fewer than usual is the signature of a stream cut
+short.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ class LastCall:
     execution: Execution
     """The call's released execution."""
     outputs: int | None
-    """Response outputs its execution added; None when another execution overlapped it."""
+    """Response outputs its execution added; None when another execution started or ended
+    within it (the lines cannot be told apart)."""
     usual: float | None
-    """The median of the same over the model's other lone executions (None: too few)."""
+    """The median of the same over the model's other such executions (None: too few)."""
 
     @property
     def short(self) -> bool:
