@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import socket
 import sqlite3
@@ -458,6 +459,12 @@ def _exception_lines(blob: bytes) -> list[str]:
     return out
 
 
+def _told(o: Outcome, t_mono0: float) -> str:
+    """One request as a failure message shows it: what came back, and when it was sent."""
+    said = f" {o.error[:120]}" if o.error else ""
+    return f"{o.request_id} ({o.model}) sent at {o.started - t_mono0:.1f} s: {o.status.value}{said}"
+
+
 def _spans_of(times: list[float], gap_s: float = 2.0) -> list[tuple[float, float, int]]:
     """Sorted instants as ``(first, last, count)`` runs: where in the run something happened."""
     runs: list[list[float]] = []
@@ -533,7 +540,20 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
         and any(a - 1 <= o.started + epoch <= b + 1 for a, b in races)
     ]
     raced = set(lost_to_race)
-    missing = [m for m in missing if m not in raced]
+    # A request that failed while Triton restarted may have died in a stopping server's gRPC
+    # stack before any handler logged it (a timeout or a reset stream, not UNAVAILABLE): it is
+    # counted, not held against the collector. An answered one must be stored, restart or not.
+    restarts = [(w.start, w.end) for w in soak.windows if w.name == "triton_restart"]
+    in_restart = [
+        o.request_id
+        for o in delivered
+        if o.request_id in missing_set
+        and o.request_id not in raced
+        and o.status is not Status.OK
+        and any(a <= o.started + epoch <= b for a, b in restarts)
+    ]
+    unsure = raced | set(in_restart)
+    missing = [m for m in missing if m not in unsure]
     missing_set = set(missing)
     doubled = [
         o.request_id for o in delivered
@@ -612,9 +632,15 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
             for o in sent
             if not o.request_id.startswith("soak-load")
         ],
-        "missing_answers": Counter(
-            f"{o.status.value}: {o.error[:90]}" for o in delivered if o.request_id in missing_set
-        ).most_common(5),
+        "failed_during_restart_not_stored": [
+            _told(o, t_mono0) for o in delivered if o.request_id in unsure - raced
+        ],
+        "missing_answers": [
+            _told(o, t_mono0) for o in delivered if o.request_id in missing_set
+        ][:10],
+        "answers": Counter(
+            f"{o.status.value}: {re.sub(r'[0-9]+', 'N', o.error[:90])}" for o in sent
+        ).most_common(12),
         "faults_injected": Counter(w.name for w in soak.windows),
         "findings": sorted({f"{f.kind} · {f.model or '(server)'}" for f in findings}),
         "findings_expected_unfound": unfound,
@@ -640,7 +666,9 @@ def test_soak_with_faults(tmp_path: Path, request: pytest.FixtureRequest) -> Non
 
     assert run_error is None, f"the run stopped early: {run_error}"
     assert len(delivered) > 100 * cycles, report
-    assert not missing, f"{len(missing)} delivered requests not in the store: {missing[:10]}"
+    assert not missing, (
+        f"{len(missing)} delivered requests not in the store: {report['missing_answers']}"
+    )
     assert not doubled, f"stored twice: {doubled[:10]}"
     assert not unfound, unfound
     assert not stray, stray
