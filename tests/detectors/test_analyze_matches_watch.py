@@ -13,15 +13,12 @@ from observability.catalogue import FAULTS, kind_of_fault
 from observability.findings import Severity, parse_iso
 from observability.store import Store
 from tests.detectors.recording import RecordedRun
-from tests.fixtures.recordings import ARCHIVE, source_folder
+from tests.fixtures.recordings import session_recording
 
 
 @functools.cache
 def _analysed(bundle: Path) -> AnalysisResult:
-    """``analyze`` of a checked-in recording's bundle, once per process: the faulty one is
-    read by two tests below (the bundle never changes within a session). No ``xdist_group``:
-    the three tests on one worker were the quick suite's longest chain (about 35 s), longer
-    than a second analysis of the faulty bundle (2 s) on the other worker."""
+    """``analyze`` of a checked-in recording's bundle, once per process."""
     return analyze_bundle(bundle)
 
 
@@ -40,26 +37,31 @@ def test_bundle_analysis_equals_the_live_store(faulty_run: RecordedRun) -> None:
     assert _keys(offline.findings) == _keys(live)
 
 
+def _detected(run: RecordedRun) -> AnalysisResult:
+    with Store(run.store, readonly=True) as store:
+        return analyze_store(store, run.since_ns, run.until_ns, run.clock_offset_ns)
+
+
 @pytest.mark.parametrize(
     ("faulty", "healthy"),
-    [("faulty_run", "healthy"), ("faulty_none_run", "healthy-ids-none")],
+    [("faulty", "healthy"), ("faulty-ids-none", "healthy-ids-none")],
     ids=["ids-all", "ids-none"],
 )
 def test_every_injected_fault_is_found(
-    faulty: str, healthy: str, request: pytest.FixtureRequest
+    faulty: str, healthy: str, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Each fault the recording injected owes the finding its catalogue row names (kind and
     model, warning or above), with request ids on every request and with none at all; the
     healthy twin of each gives nothing above info.
 
-    The twin is analysed as its checked-in archive, as a user would hand it to ``analyze``:
-    only its bundle is read here, so ingesting it into a store (what the ``healthy_run``
-    fixtures do, twice the time of the analysis) would be wasted."""
-    run: RecordedRun = request.getfixturevalue(faulty)
+    Both are read as stores ingested from their checked-in archives by the product's ingest
+    (cached between sessions, see tests/fixtures/recordings); that a bundle analysed whole
+    gives what its store gives is the test above."""
+    run = session_recording(faulty, tmp_path_factory)
     owed = {(kind_of_fault(i["fault"]), FAULTS[i["fault"]].finds_model) for i in run.injections}
     assert len(owed) >= 8, owed
-    found = _analysed(run.bundle).findings
+    found = _detected(run).findings
     loud = {(f.kind, f.model) for f in found if f.severity.rank >= Severity.WARNING.rank}
     assert owed - loud == set(), sorted(owed - loud)
-    quiet = _analysed(source_folder() / healthy / ARCHIVE).findings
+    quiet = _detected(session_recording(healthy, tmp_path_factory)).findings
     assert [f.to_dict() for f in quiet if f.severity is not Severity.INFO] == []
