@@ -14,7 +14,8 @@ from pathlib import Path
 from observability import events as ev
 from observability.bundle import Bundle, BundleError, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
-from observability.bundle.loose import open_loose
+from observability.bundle.layout import NoMetaError
+from observability.bundle.loose import open_loose, open_loose_archive
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
@@ -73,15 +74,17 @@ def analyze_bundle(
 
 
 def _open(root: Path) -> Bundle:
+    """A bundle; else what users have instead: files, a folder or an archive of them."""
     try:
         return open_bundle(root)
-    except BundleError:
-        loose = (root.is_dir() and not (root / "meta.json").exists()) or (
-            root.is_file() and not tarfile.is_tarfile(root)
-        )
-        if not loose:
-            raise
+    except NoMetaError:
+        if root.is_file():
+            return open_loose_archive(root)
         return open_loose(root)
+    except BundleError:
+        if root.is_file() and not tarfile.is_tarfile(root):
+            return open_loose(root)
+        raise
 
 
 def _analyze(

@@ -156,10 +156,12 @@ def _kind(member: tarfile.TarInfo) -> str:
 
 
 class _Extractor:
-    def __init__(self, archive: Path, dest: Path, limits: Limits) -> None:
+    def __init__(self, archive: Path, dest: Path, limits: Limits, loose: bool = False) -> None:
         self.archive = archive
         self.dest = dest
         self.limits = limits
+        self.loose = loose
+        """Every regular file, into ``dest`` itself (files a user gathered, not a bundle)."""
         self.notes: list[str] = []
         self.skipped = 0
         self.prefix: tuple[str, ...] | None = None
@@ -256,13 +258,16 @@ class _Extractor:
             raise self.refuse(name, "has a negative size")
         if member.size > self.limits.log_bytes:
             raise self.refuse(name, f"is over the {self.limits.log_bytes:,}-byte limit")
-        rel = self._in_layout(parts)
-        if rel is None:
-            self.skip(name, "not a file of the bundle layout")
-            return padded
-        part = layout_part(rel)
-        assert part is not None
-        limit = self.limits.part_bytes(part)
+        if self.loose:
+            rel, part, limit = self._flat(parts), "loose", self.limits.log_bytes
+        else:
+            in_layout = self._in_layout(parts)
+            if in_layout is None:
+                self.skip(name, "not a file of the bundle layout")
+                return padded
+            rel = in_layout
+            part = layout_part(rel) or ""
+            limit = self.limits.part_bytes(part)
         if member.size > limit:
             raise self.refuse(name, f"is over the {limit:,}-byte limit of {part} files")
         key = "/".join(rel)
@@ -271,6 +276,14 @@ class _Extractor:
         self.written.add(key)
         self._write(tar, member, rel, limit)
         return padded - member.size
+
+    def _flat(self, parts: list[str]) -> tuple[str, ...]:
+        """A loose member's name in ``dest``: its own, or its path joined by ``_`` when two
+        folders hold the same name (two pods' ``triton.log``)."""
+        name = parts[-1]
+        if name in self.written:
+            name = "_".join(parts)
+        return (name,)
 
     def _in_layout(self, parts: list[str]) -> tuple[str, ...] | None:
         """``parts`` relative to the bundle's folder in the archive, if in the layout."""
@@ -316,12 +329,16 @@ class _Extractor:
             raise EOFError(f"member {member.name!r} ends after {written} of {member.size} bytes")
 
 
-def extract_archive(archive: Path | str, dest: Path, *, limits: Limits = LIMITS) -> list[str]:
+def extract_archive(
+    archive: Path | str, dest: Path, *, limits: Limits = LIMITS, loose: bool = False
+) -> list[str]:
     """Extract the bundle in ``archive`` into the existing empty folder ``dest``; returns
     notes on what was skipped. Raises :class:`BundleError` when the archive is refused or is
     no tar archive at all; what it had written by then is left for the caller to remove
-    (:func:`~observability.bundle.layout.open_bundle` extracts into a temporary folder)."""
-    return _Extractor(Path(archive), Path(dest), limits).run()
+    (:func:`~observability.bundle.layout.open_bundle` extracts into a temporary folder).
+    ``loose``: every regular file, flat into ``dest``, under the same checks and limits (an
+    archive of files a user gathered: ``bundle/loose.py``)."""
+    return _Extractor(Path(archive), Path(dest), limits, loose).run()
 
 
 def write_archive(folder: Path | str, archive: Path | str) -> Path:

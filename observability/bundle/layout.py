@@ -68,6 +68,11 @@ class BundleError(ValueError):
     is refused as a whole (a member that could escape its folder, or over a limit)."""
 
 
+class NoMetaError(BundleError):
+    """A folder or a safe archive with no ``meta.json``: maybe files a user gathered by hand,
+    which ``bundle/loose.py`` reads."""
+
+
 class PartError(ValueError):
     """One file of a bundle cannot be read safely; the bundle's other parts still can."""
 
@@ -313,7 +318,7 @@ def _read_meta(
     if path.is_symlink():
         raise BundleError(f"{where} is a symbolic link: a bundle's files must be inside it")
     if not path.is_file():
-        raise BundleError(f"{label} is not a bundle: it has no meta.json")
+        raise NoMetaError(f"{label} is not a bundle: it has no meta.json")
     try:
         text = read_part(path, limits.meta_bytes).decode("utf-8", errors="replace")
     except PartError as err:
@@ -408,7 +413,7 @@ def _open_folder(
         meta = _read_meta(root, label, fallback_id, limits, notes)
     except BundleError as err:
         if notes:  # an archive's notes say why meta.json may be missing
-            raise BundleError(f"{err} ({'; '.join(notes[:3])})") from None
+            raise type(err)(f"{err} ({'; '.join(notes[:3])})") from None
         raise
     traces = []
     for entry in sorted(root.iterdir()):

@@ -9,6 +9,13 @@ as a live one (``collectors/logs/framing.py``), snapshots and trace files as a c
 Some log viewers export newest first (server#8028, #4046): a log whose header times run
 backwards is read from a reversed copy (its evidence offsets are the copy's), with a note.
 
+Logs are kept the way log rotation leaves them: ``triton.log``, ``triton.log.1``,
+``triton.log.2.gz``. A compressed file (gzip, bzip2, xz: told by its first bytes, not its
+name) is read decompressed, within the log's size limit. Several logs whose header times
+follow one another without overlapping are generations of one log: they are read as one,
+oldest first (a hang that began before the last rotation has its start in an older file).
+Logs whose times overlap come from different servers; the main one is read, with a note.
+
 Such files carry no capture times. The window is the events' own span and is evaluated at
 its end (``analyze``); a snapshot is dated by its file's modification time, which usually
 lies far after a pasted log, and then falls outside the log's window: it is noted.
@@ -16,21 +23,46 @@ lies far after a pasted log, and then falls outside the log's window: it is note
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import json
+import lzma
 import re
+import shutil
+import tarfile
 import tempfile
+from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from typing import BinaryIO
 
+from observability.bundle.archive import extract_archive
 from observability.bundle.layout import LIMITS, Bundle, BundleError, BundleMeta, Limits
 
-__all__ = ["kind_of", "open_loose"]
+__all__ = ["kind_of", "open_loose", "open_loose_archive"]
 
 _SNIFF_BYTES = 64 * 1024
 _STAMP = re.compile(rb"[IWEF]?(\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ [^\s:\]]+:\d+\] ")
+_ISO_STAMP = re.compile(
+    rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d(?:\.\d+)?)Z? [IWEF] +\d+ [^\s:\]]+:\d+\] "
+)
+"""``--log-format ISO8601``: the year is there, and counts."""
 _ORDER_LINES = 400
-_NOT_ARTIFACTS = frozenset({".md", ".yaml", ".yml", ".py", ".sh", ".gz", ".tgz", ".zip"})
+_HEAD_BYTES = 1 << 20
+_NOT_ARTIFACTS = frozenset({".md", ".yaml", ".yml", ".py", ".sh", ".tgz", ".zip"})
 """What a folder of artifacts holds beside them (notes, sources, archives): never read."""
+_Opener = Callable[[Path], io.BufferedIOBase]
+_MAGIC: tuple[tuple[bytes, _Opener], ...] = (
+    (b"\x1f\x8b", gzip.GzipFile),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+_ROTATION_SLACK_S = 1.0
+"""A generation's last line may share its second with the next one's first."""
+_CHUNK = 1 << 20
 
 
 def kind_of(head: bytes) -> str:
@@ -72,7 +104,54 @@ def _json_kind(text: bytes) -> str:
     return ""
 
 
-def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
+class _Work:
+    """The temporary folder of what was extracted, decompressed or joined, made when first
+    needed; the bundle owns it."""
+
+    def __init__(self, folder: tempfile.TemporaryDirectory[str] | None = None) -> None:
+        self.folder = folder
+
+    def path(self, name: str) -> Path:
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="triton-obs-loose-")
+        made = Path(self.folder.name) / "made"
+        made.mkdir(exist_ok=True)
+        out = made / name
+        n = 1
+        while out.exists():
+            n += 1
+            out = out.with_name(f"{n}-{name}")
+        return out
+
+
+def open_loose_archive(path: Path | str, limits: Limits = LIMITS) -> Bundle:
+    """A tar archive of files (not a bundle: no ``meta.json``) as a bundle: every regular
+    file extracted flat, under the bundle archive's checks and limits, then read as a folder.
+    The bundle owns the temporary folder: use it as a context manager."""
+    path = Path(path)
+    work = tempfile.TemporaryDirectory(prefix="triton-obs-loose-")
+    try:
+        files = Path(work.name) / "files"
+        files.mkdir()
+        notes = extract_archive(path, files, limits=limits, loose=True)
+        bundle = open_loose(files, limits, _work=_Work(work))
+    except BaseException:
+        work.cleanup()
+        raise
+    bundle.notes[:0] = notes
+    bundle.meta = replace(bundle.meta, bundle_id=_stem(path.name))
+    bundle.source = path
+    return bundle
+
+
+def _stem(name: str) -> str:
+    for suffix in (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None = None) -> Bundle:
     """A file, or a folder of files, as a bundle. Raises :class:`BundleError` when nothing
     in it is a Triton artifact."""
     path = Path(path)
@@ -83,6 +162,7 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
     logs: list[Path] = []
     traces: list[Path] = []
     snaps: dict[str, list[tuple[int, Path]]] = {"metrics": [], "stats": [], "otlp": []}
+    work = _work or _Work()
     for file in files:
         if file.suffix in _NOT_ARTIFACTS:
             continue
@@ -90,29 +170,38 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
             notes.append(f"skipped {file.name}: a symbolic link (never followed)")
             continue
         with file.open("rb") as fh:
-            kind = kind_of(fh.read(_SNIFF_BYTES))
+            head = fh.read(_SNIFF_BYTES)
+        shown, mtime = file.name, file.stat().st_mtime
+        opener = next((o for magic, o in _MAGIC if head.startswith(magic)), None)
+        if opener is not None:
+            plain = _decompressed(file, opener, work, limits, notes)
+            if plain is None:
+                continue
+            file = plain
+            with file.open("rb") as fh:
+                head = fh.read(_SNIFF_BYTES)
+        kind = kind_of(head)
         if kind == "log":
             logs.append(file)
         elif kind == "trace":
             traces.append(file)
         elif kind in snaps:
-            at_ms = int(file.stat().st_mtime * 1000) + len(snaps[kind])
+            at_ms = int(mtime * 1000) + len(snaps[kind])
             snaps[kind].append((at_ms, file))
         else:
-            notes.append(f"skipped {file.name}: not a Triton log, page, stats or trace")
+            notes.append(f"skipped {shown}: not a Triton log, page, stats or trace")
     if not (logs or traces or any(snaps.values())):
+        if work.folder is not None:
+            work.folder.cleanup()
         raise BundleError(f"{path} holds no Triton log, /metrics page, stats or trace file")
-    logs.sort(key=lambda p: (p.name != "triton.log", -p.stat().st_size))
-    notes += [f"skipped {p.name}: one log is read, {logs[0].name}" for p in logs[1:]]
     if any(snaps.values()):
         notes.append("snapshots are dated by their files' modification time (not a capture)")
     meta = BundleMeta(1, path.name, "", "", "", sources={"loose": True}, clock={})
-    log = logs[0] if logs else None
-    work = None
+    log = _one_log(logs, work, notes)
     if log is not None and _newest_first(log):
-        work = tempfile.TemporaryDirectory(prefix="triton-obs-loose-")
-        log = _reversed(log, Path(work.name))
-        notes.append(f"{logs[0].name} runs newest first (a log viewer's export): read reversed")
+        shown = log.name
+        log = _reversed(log, work.path(log.name))
+        notes.append(f"{shown} runs newest first (a log viewer's export): read reversed")
     return Bundle(
         root=path if path.is_dir() else path.parent,
         meta=meta,
@@ -124,8 +213,115 @@ def open_loose(path: Path | str, limits: Limits = LIMITS) -> Bundle:
         notes=notes,
         source=path,
         limits=limits,
-        _workdir=work,
+        _workdir=work.folder,
     )
+
+
+def _decompressed(
+    file: Path, opener: _Opener, work: _Work, limits: Limits, notes: list[str]
+) -> Path | None:
+    """``file`` decompressed into the work folder, or None with a note: a tar archive (a
+    bundle or a folder sent whole is opened as an archive, not from inside a folder), a
+    damaged stream (what came out before the damage is kept), or more than a log may hold."""
+    try:
+        with opener(file) as src:
+            if tarfile.is_tarfile(file) or _is_tar(src.read(512)):
+                notes.append(f"skipped {file.name}: an archive inside the folder (open it alone)")
+                return None
+    except (OSError, EOFError, lzma.LZMAError) as err:
+        notes.append(f"skipped {file.name}: cannot be decompressed ({err})")
+        return None
+    name = file.name
+    for suffix in _COMPRESSED_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    out = work.path(name)
+    copied = 0
+    try:
+        with opener(file) as src, out.open("wb") as dst:
+            while chunk := src.read(_CHUNK):
+                copied += len(chunk)
+                if copied > limits.log_bytes:
+                    notes.append(f"{file.name}: read up to {limits.log_bytes} bytes, its limit")
+                    break
+                dst.write(chunk)
+    except (OSError, EOFError, lzma.LZMAError) as err:
+        notes.append(f"{file.name}: damaged after {copied} bytes ({err}); read what came before")
+    return out
+
+
+def _is_tar(block: bytes) -> bool:
+    return len(block) == 512 and block[257:262] == b"ustar"
+
+
+def _one_log(logs: list[Path], work: _Work, notes: list[str]) -> Path | None:
+    """The log to read: generations of one rotated log joined oldest first, else the main
+    one (``triton.log``, or the largest), with a note on the others."""
+    if len(logs) < 2:
+        return logs[0] if logs else None
+    spans = [(span, p) for p in logs if (span := _span(p)) is not None]
+    spans.sort(key=lambda sp: sp[0])
+    if len(spans) == len(logs) and all(
+        a[1] <= b[0] + _ROTATION_SLACK_S for (a, _), (b, _) in pairwise(spans)
+    ):
+        names = [p.name for _, p in spans]
+        out = work.path(min(names, key=len))
+        with out.open("wb") as dst:
+            for _, p in spans:
+                with p.open("rb") as src:
+                    shutil.copyfileobj(src, dst, _CHUNK)
+                if not _ends_with_newline(p):
+                    dst.write(b"\n")
+        notes.append(
+            f"read {len(names)} logs as one, oldest first (rotated generations): "
+            f"{', '.join(names)}; evidence offsets are the joined copy's"
+        )
+        return out
+    logs = sorted(logs, key=lambda p: (p.name != "triton.log", -p.stat().st_size))
+    notes += [f"skipped {p.name}: one log is read, {logs[0].name}" for p in logs[1:]]
+    return logs[0]
+
+
+def _ends_with_newline(p: Path) -> bool:
+    with p.open("rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
+def _span(log: Path) -> tuple[float, float] | None:
+    """The first and last header times of a log, or None when either cannot be read or it
+    runs newest first (then it is no generation to join)."""
+    with log.open("rb") as fh:
+        first = [t for line in _head_lines(fh) if (t := _when(line))]
+        fh.seek(0, 2)
+        fh.seek(max(0, fh.tell() - _SNIFF_BYTES))
+        last = [t for line in fh.read().splitlines() if (t := _when(line))]
+    if not first or not last:
+        return None
+    if len(first) >= 3 and first[0] > first[-1] + 0.01:
+        return None
+    return first[0], max(last)
+
+
+def _head_lines(fh: BinaryIO) -> list[bytes]:
+    """The first lines of a log, from a bounded read (one line may be a dumped tensor)."""
+    return fh.read(_HEAD_BYTES).splitlines()[:_ORDER_LINES]
+
+
+def _when(line: bytes) -> float | None:
+    """A line's header time in seconds, on a scale where only order counts."""
+    m = _STAMP.search(line, 0, 120)
+    if m is not None:
+        return _seconds(m.group(1))
+    iso = _ISO_STAMP.search(line, 0, 160)
+    if iso is None:
+        return None
+    year, month, day, hh, mm = (int(g) for g in iso.groups()[:5])
+    return (((year * 12 + month) * 31 + day) * 24 + hh) * 3600 + mm * 60 + float(iso.group(6))
 
 
 def _newest_first(log: Path) -> bool:
@@ -133,9 +329,7 @@ def _newest_first(log: Path) -> bool:
     than 10 ms outweigh jumps forward (a viewer may keep each burst of lines in order)."""
     with log.open("rb") as fh:
         stamps = [
-            _seconds(m.group(1))
-            for line, _ in zip(fh, range(_ORDER_LINES), strict=False)
-            if (m := _STAMP.search(line, 0, 120))
+            _seconds(m.group(1)) for line in _head_lines(fh) if (m := _STAMP.search(line, 0, 120))
         ]
     pairs = list(pairwise(stamps))
     back = sum(a - b for a, b in pairs if a - b > 0.01)
@@ -150,10 +344,9 @@ def _seconds(stamp: bytes) -> float:
     return day * 86400 + int(hh) * 3600 + int(mm) * 60 + float(ss)
 
 
-def _reversed(log: Path, folder: Path) -> Path:
+def _reversed(log: Path, out: Path) -> Path:
     lines = log.read_bytes().splitlines(keepends=True)
     if lines and not lines[-1].endswith(b"\n"):
         lines[-1] += b"\n"
-    out = folder / log.name
     out.write_bytes(b"".join(reversed(lines)))
     return out
