@@ -160,6 +160,18 @@ def _check(
     return notes
 
 
+def _analyze_loose(archive: Path) -> None:
+    """``analyze`` on an archive with no meta.json reads it as gathered files
+    (``open_loose_archive``): findings, or a BundleError that says why."""
+    try:
+        analyze_bundle(archive)
+    except BundleError as err:
+        assert str(err).strip() and "Traceback" not in str(err)
+        _event("loose: " + next((k for k in (*_REFUSALS, "holds no") if k in str(err)), "other"))
+    else:
+        _event("loose: analysed")
+
+
 # ------------------------------------------------------------------ strategies
 
 _SCALARS = (
@@ -417,6 +429,8 @@ def test_any_tar_archive(
             tempfile.tempdir, saved = str(work), tempfile.tempdir
             try:
                 _check(archive, base_store, outer)
+                if not meta_first:  # what analyze does with files gathered by hand
+                    _analyze_loose(archive)
             finally:
                 tempfile.tempdir = saved
             assert list(work.iterdir()) == [], "the temporary folder was left behind"
