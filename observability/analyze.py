@@ -105,7 +105,7 @@ def _analyze(
         e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
     ]
     span = _event_range(events, meta.epoch_minus_monotonic_ns)
-    if meta.sources.get("loose") and span is not None:
+    if meta.sources.get("loose") and not meta.sources.get("snapshots_timed") and span is not None:
         # No capture end: judge at the log's last line, not at a snapshot's file time.
         logged = [_time_of(e) for e in events if getattr(e, "header", None) is not None]
         span = (span[0], max(logged)) if logged else span

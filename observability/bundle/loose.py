@@ -63,6 +63,11 @@ _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 _ROTATION_SLACK_S = 1.0
 """A generation's last line may share its second with the next one's first."""
 _CHUNK = 1 << 20
+_MAX_DEPTH = 3
+_UNIX_MS = re.compile(r"(1[0-9]{12})\.(?:prom|json|txt)")
+"""2001-09-09 to 2033-05-18 in milliseconds."""
+_MAX_FILES = 20_000
+"""A day of 10 s scrapes of /metrics and stats is 17,280 files."""
 
 
 def kind_of(head: bytes) -> str:
@@ -157,12 +162,13 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
     path = Path(path)
     if path.is_symlink() or not path.exists():
         raise BundleError(f"{path} does not exist or is a symbolic link")
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
     notes: list[str] = []
+    files = [path] if path.is_file() else _files_under(path, notes)
     logs: list[Path] = []
     traces: list[Path] = []
     snaps: dict[str, list[tuple[int, Path]]] = {"metrics": [], "stats": [], "otlp": []}
     work = _work or _Work()
+    by_mtime = 0
     for file in files:
         if file.suffix in _NOT_ARTIFACTS:
             continue
@@ -186,7 +192,9 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
         elif kind == "trace":
             traces.append(file)
         elif kind in snaps:
-            at_ms = int(mtime * 1000) + len(snaps[kind])
+            named = _named_ms(shown)
+            by_mtime += named is None
+            at_ms = named or int(mtime * 1000) + len(snaps[kind])
             snaps[kind].append((at_ms, file))
         else:
             notes.append(f"skipped {shown}: not a Triton log, page, stats or trace")
@@ -194,9 +202,15 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
         if work.folder is not None:
             work.folder.cleanup()
         raise BundleError(f"{path} holds no Triton log, /metrics page, stats or trace file")
-    if any(snaps.values()):
-        notes.append("snapshots are dated by their files' modification time (not a capture)")
-    meta = BundleMeta(1, path.name, "", "", "", sources={"loose": True}, clock={})
+    if by_mtime:
+        notes.append(
+            f"{by_mtime} snapshot(s) dated by their files' modification time (not a capture)"
+        )
+    # Snapshots all named by their capture time can say when the capture ended; one dated
+    # by its file's time (often long after a pasted log) cannot.
+    timed = by_mtime == 0 and any(snaps.values())
+    sources = {"loose": True, "snapshots_timed": timed}
+    meta = BundleMeta(1, path.name, "", "", "", sources=sources, clock={})
     log = _one_log(logs, work, notes)
     if log is not None and _newest_first(log):
         shown = log.name
@@ -215,6 +229,37 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
         limits=limits,
         _workdir=work.folder,
     )
+
+
+def _named_ms(name: str) -> int | None:
+    """The capture time a bundle gives a snapshot's name (``1795615741872.prom``: unix ms),
+    when the name is one: such files keep their true times without ``meta.json``."""
+    m = _UNIX_MS.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _files_under(folder: Path, notes: list[str]) -> list[Path]:
+    """The files of a folder and of its subfolders (``metrics/``, ``logs/``: however the user
+    sorted them), a few levels deep and at most ``_MAX_FILES``; hidden folders and linked
+    ones are not entered."""
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(_MAX_DEPTH):
+        deeper: list[Path] = []
+        for here in level:
+            for entry in sorted(here.iterdir()):
+                if entry.is_symlink() and entry.is_dir():
+                    notes.append(f"skipped {entry.relative_to(folder)}/: a linked folder")
+                elif entry.is_dir():
+                    if not entry.name.startswith("."):
+                        deeper.append(entry)
+                elif entry.is_file() or entry.is_symlink():
+                    found.append(entry)
+        level = deeper
+    if len(found) > _MAX_FILES:
+        notes.append(f"read the first {_MAX_FILES} of {len(found)} files")
+        found = found[:_MAX_FILES]
+    return found
 
 
 def _decompressed(

@@ -143,3 +143,21 @@ def test_an_archive_of_gathered_files_is_checked_like_a_bundle(tmp_path: Path) -
     with pytest.raises(BundleError, match="path traversal"):
         analyze_bundle(archive)
     assert not (tmp_path.parent / "outside.log").exists()
+
+
+def test_a_bundle_folder_without_meta_keeps_its_subfolders_and_snapshot_times(
+    tmp_path: Path,
+) -> None:
+    """A capture whose meta.json was lost (or a folder sorted by hand the same way): its
+    ``metrics/`` and ``stats/`` are read, dated by their names (capture times), so a stall
+    that only /metrics shows (no verbose log: tests/fixtures/foreign/ocr_stall_quiet) is
+    still found at the capture's end, not at the log's last line."""
+    with open_bundle(FOREIGN / "ocr_stall_quiet" / "bundle.tar.gz") as bundle:
+        folder = tmp_path / "gathered"
+        shutil.copytree(bundle.root, folder)
+    (folder / "meta.json").unlink()
+    with open_loose(folder) as loose:
+        assert loose.metrics and loose.stats
+        assert all(at == int(p.stem) for at, p in loose.metrics)
+        assert not any("modification time" in n for n in loose.notes), loose.notes
+    assert ("model_stalled", "text_det") in _found(folder)
