@@ -3,10 +3,10 @@
     python -m tests.foreign.record OUT_DIR [scenario ...]
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
-repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``: not the demo's names,
-shapes or id conventions),
-runs a healthy load without request ids (or, where a scenario says so, with ids on every other
-request) for the whole window, injects its fault while the
+repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
+``repos/vision``: not the demo's names, shapes or id conventions; a scenario that swaps a
+config mid-run serves a copy), runs a healthy load without request ids (or, where a scenario
+says so, with ids on every other request) for the whole window, injects its fault while the
 product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,21 +57,27 @@ class Injection:
     what: str
     action: str = "request"
     """``request`` (send ``params``), ``kill_stub`` (SIGKILL the python stub of the model
-    instance ``target``, found by its command line) or ``reload`` (load the model ``target``
-    again through the repository API: needs ``model_control="explicit"``)."""
+    instance ``target``, found by its command line), ``reload`` (load the model ``target``
+    again through the repository API: needs ``model_control="explicit"``) or ``swap_config``
+    (write ``source`` over ``target``'s config.pbtxt in the served copy of the repository,
+    then load ``target`` again, as an operator deploying an edited config does: needs
+    ``model_control="explicit"``)."""
     target: str = ""
     repeat_s: float = 0.0
     """``request`` only: each of the ``count`` clients sends again as soon as it is answered,
     for this long (bounded by ``MAX_REQUESTS_PER_WORKER``): a surge of clients."""
     request_ids: bool = False
     """``request`` only: these clients set a request id (``fault-<client>-<n>``)."""
+    source: str = ""
+    """``swap_config`` only: the new config.pbtxt, a path relative to this folder (kept
+    outside ``repos/`` so that no served repository holds it)."""
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys`` or ``asr``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr`` or ``vision``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -99,6 +106,11 @@ class Scenario:
     @property
     def healthy(self) -> bool:
         return not self.expected
+
+    @property
+    def edits_repo(self) -> bool:
+        """Whether an injection writes into the served repository (which must be a copy)."""
+        return any(i.action == "swap_config" for i in self.injections)
 
 
 _HANG = {"ocr_fault": "backbone_hang", "hang_s": "300"}
@@ -440,6 +452,103 @@ _ASR = (
     ),
 )
 
+_MISWIRED_NOTE = (
+    "The miswired config is the shipped one with a single edit: vis_embed's input_map names "
+    "'RESIZED', vis_resize's model-side output, instead of the ensemble tensor 'thumb' that "
+    "vis_resize's output_map writes (the usual mistake when fanning one tensor out to two "
+    "steps). The correct fan-out (both consumers reading 'thumb') is what the healthy twin "
+    "serves: it loads and works on 2.51 and must not be reported."
+)
+_EMBED_HANG: dict[str, str | int | float] = {"vis_fault": "embed_hang", "hang_s": 300}
+
+_VISION = (
+    Scenario(
+        "vis_healthy",
+        "vision",
+        "the vision pipeline (a pure batched ensemble: vis_resize's one output, the ensemble "
+        "tensor 'thumb', fans out to vis_classify and to vis_embed, a dynamically batched "
+        "python model with 2 instances; vis_merge joins them) under a healthy id-less load, "
+        "verbose log: the twin of every vis_* fault",
+        (),
+    ),
+    Scenario(
+        "vis_ensemble_miswired",
+        "vision",
+        "model control explicit: 5 s in, an edited vis_ensemble config whose vis_embed step "
+        "reads vis_resize's model-side output name instead of the ensemble tensor is written "
+        "into the served repository and the ensemble is loaded again; Triton refuses it "
+        "('is not written ... is not connected')",
+        (("ensemble_fanout", "vis_ensemble"),),
+        model_control="explicit",
+        injections=(
+            Injection(
+                5,
+                1,
+                {},
+                60,
+                "deploy a miswired vis_ensemble config and load it",
+                "swap_config",
+                "vis_ensemble",
+                source="variants/vision/vis_ensemble.miswired.pbtxt",
+            ),
+        ),
+        note=_MISWIRED_NOTE,
+    ),
+    Scenario(
+        "vis_step_hang",
+        "vision",
+        "one request whose vis_embed batch (a plain python step of the ensemble, no BLS) "
+        "never returns (a stuck forward pass): its ensemble request never completes; the "
+        "other vis_embed instance keeps serving",
+        (("hung_request", "vis_embed"),),
+        injections=(Injection(5, 1, _EMBED_HANG, 60, "vis_embed sleeps 300 s in execute"),),
+    ),
+    Scenario(
+        "vis_ensemble_miswired_quiet",
+        "vision",
+        "vis_ensemble_miswired without --log-verbose and without trace files: the refused "
+        "load's error line is all the log holds",
+        (("ensemble_fanout", "vis_ensemble"),),
+        log_verbose=0,
+        trace=False,
+        model_control="explicit",
+        injections=(
+            Injection(
+                5,
+                1,
+                {},
+                60,
+                "deploy a miswired vis_ensemble config and load it",
+                "swap_config",
+                "vis_ensemble",
+                source="variants/vision/vis_ensemble.miswired.pbtxt",
+            ),
+        ),
+        note=_MISWIRED_NOTE,
+    ),
+    Scenario(
+        "vis_step_stall_quiet",
+        "vision",
+        "without --log-verbose: two requests, 1 s apart (so that they are not batched "
+        "together), whose vis_embed batch never returns hold both vis_embed instances; every "
+        "later ensemble request queues at vis_embed and its client times out",
+        (("model_stalled", "vis_embed"),),
+        log_verbose=0,
+        trace=False,
+        injections=tuple(
+            Injection(at, 1, _EMBED_HANG, 60, "vis_embed sleeps 300 s in execute") for at in (5, 6)
+        ),
+    ),
+    Scenario(
+        "vis_healthy_quiet",
+        "vision",
+        "the vision pipeline under a healthy id-less load, without --log-verbose: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -547,6 +656,7 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         *_RECSYS,
         *_ASR,
+        *_VISION,
     )
 }
 
@@ -610,6 +720,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         }
     if repo == "asr":
         return {"AUDIO": rng.standard_normal(1600).astype(np.float32)}
+    if repo == "vision":  # a batch of one HWC photo, int pixels (the ensemble is batched)
+        return {"PHOTO": rng.integers(0, 256, size=(1, 24, 40, 3)).astype(np.int32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -626,10 +738,12 @@ def _send(
         return client.infer("rec_orchestrator", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     if repo == "asr":
         return client.infer("asr_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "vision":
+        return client.infer("vis_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
-_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25}
+_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25, "vision": 0.2}
 
 
 def _worker(
@@ -680,16 +794,23 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     url = lab.grpc_url  # type: ignore[attr-defined]
     client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=inj.request_ids)
     try:
-        if inj.action == "reload":
+        if inj.action in ("reload", "swap_config"):
             started = time.monotonic()
             try:
-                # Loading an unchanged model (or with an equal config) is a no-op on 2.51:
-                # a changed config parameter makes Triton load it again with new instances,
-                # as a deploy of a new config does.
-                config = client.model_config(inj.target)
-                params = config.setdefault("parameters", {})
-                params["deployed_at"] = {"string_value": f"{time.time():.0f}"}
-                client.load_model(inj.target, config=json.dumps(config))
+                if inj.action == "swap_config":
+                    # The served copy's config.pbtxt changes on disk; a load without a config
+                    # override makes Triton read it again.
+                    repo_dir = Path(lab.config.model_repository)  # type: ignore[attr-defined]
+                    shutil.copyfile(HERE / inj.source, repo_dir / inj.target / "config.pbtxt")
+                    client.load_model(inj.target)
+                else:
+                    # Loading an unchanged model (or with an equal config) is a no-op on
+                    # 2.51: a changed config parameter makes Triton load it again with new
+                    # instances, as a deploy of a new config does.
+                    config = client.model_config(inj.target)
+                    params = config.setdefault("parameters", {})
+                    params["deployed_at"] = {"string_value": f"{time.time():.0f}"}
+                    client.load_model(inj.target, config=json.dumps(config))
                 status, error = "ok", ""
             except Exception as err:  # the outcome is reported, not raised
                 status, error = "error", str(err)
@@ -745,6 +866,23 @@ def _git_commit() -> str:
         return "unknown"
 
 
+def _served_repository(scenario: Scenario, tmp: Path) -> Path:
+    """The repository Triton serves: this folder's own, or a copy when an injection edits it.
+
+    The copy keeps the layout ``<tmp>/foreign/repos/<repo>`` with ``<tmp>/foreign/pylib``
+    linked to ours, so models that find shared helpers relative to their own file still do.
+    """
+    if not scenario.edits_repo:
+        return REPOS / scenario.repo
+    root = tmp / "foreign"
+    served = root / "repos" / scenario.repo
+    shutil.copytree(
+        REPOS / scenario.repo, served, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    (root / "pylib").symlink_to(HERE / "pylib", target_is_directory=True)
+    return served
+
+
 def record_scenario(scenario: Scenario, out: Path) -> Path:
     """Record one scenario into ``out`` (which must not exist); return it."""
     from observability.bundle import write_archive
@@ -757,7 +895,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     outcomes = Outcomes()
     with tempfile.TemporaryDirectory(prefix=f"foreign-{scenario.name}-") as tmp:
         cfg = LabConfig(
-            model_repository=REPOS / scenario.repo,
+            model_repository=_served_repository(scenario, Path(tmp)),
             run_dir=Path(tmp) / "run",
             log_verbose=scenario.log_verbose,
             trace=scenario.trace,
@@ -882,6 +1020,7 @@ _LOAD_TEXT = {
     "recsys": "`rec_orchestrator` infer, a random USER [16] and 32 candidate ITEMS; then "
     "`rec_features` infer straight from the client with the same USER",
     "asr": "`asr_router` infer, a random AUDIO [1600]",
+    "vision": "`vis_ensemble` infer, a random PHOTO [1, 24, 40, 3] (INT32 pixels)",
 }
 
 
@@ -918,8 +1057,9 @@ Recorded by
 - Recorded: {started} (UTC), on {platform.platform()}, Python {platform.python_version()},
   tree at commit {_git_commit()} (plus its uncommitted edits).
 - tritonserver {triton_version or "?"} from the nvidia-pytriton {pytriton} wheel, CPU only,
-  python backend; the lab of `observability.lab` serving `tests/foreign/repos/{scenario.repo}`
-  (model control `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`, trace files
+  python backend; the lab of `observability.lab` serving
+  `tests/foreign/repos/{scenario.repo}`{_copy_text(scenario)} (model control
+  `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`, trace files
   {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`, server
   environment: {env}.
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
@@ -958,8 +1098,14 @@ def _ids_text(scenario: Scenario) -> str:
     )
 
 
+def _copy_text(scenario: Scenario) -> str:
+    return " (a copy in a temporary folder: an injection edits it)" if scenario.edits_repo else ""
+
+
 def _injected(i: Injection) -> str:
     params = ", ".join(f"{k}={v}" for k, v in sorted(i.params.items()))
+    if i.action == "swap_config":
+        return f"(swap_config {i.target}: config.pbtxt := `tests/foreign/{i.source}`, then load)"
     if i.action != "request":
         return f"({i.action} {i.target})"
     ids = ", with request ids `fault-<client>-<n>`" if i.request_ids else ""
