@@ -94,7 +94,11 @@ def _analyze(
     if store_path is not None:
         with Store(store_path) as store:
             report = ingest_bundle(bundle, store, log_format=log_format)
-            since, until = _bounds(meta.started_at, meta.ended_at, store.time_range())
+            span = store.time_range()
+            if _untimed_loose(bundle) and span is not None:
+                logged = store.latest_log_ns()  # the same rule as in memory, below
+                span = (span[0], logged) if logged is not None else span
+            since, until = _bounds(meta.started_at, meta.ended_at, span)
             if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
             result = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
@@ -105,10 +109,10 @@ def _analyze(
         e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
     ]
     span = _event_range(events, meta.epoch_minus_monotonic_ns)
-    if meta.sources.get("loose") and not meta.sources.get("snapshots_timed") and span is not None:
+    if _untimed_loose(bundle) and span is not None:
         # No capture end: judge at the log's last line, not at a snapshot's file time.
-        logged = [_time_of(e) for e in events if getattr(e, "header", None) is not None]
-        span = (span[0], max(logged)) if logged else span
+        lines = [_time_of(e) for e in events if getattr(e, "header", None) is not None]
+        span = (span[0], max(lines)) if lines else span
     since, until = _bounds(meta.started_at, meta.ended_at, span)
     if since is None or until is None:
         return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
@@ -116,6 +120,12 @@ def _analyze(
         since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
     )
     return _result(window, report.notes, **settings)
+
+
+def _untimed_loose(bundle: Bundle) -> bool:
+    """Files gathered by hand whose snapshots say nothing of when the capture ended."""
+    sources = bundle.meta.sources
+    return bool(sources.get("loose")) and not sources.get("snapshots_timed")
 
 
 def _event_range(events: list[object], clock_offset_ns: int | None) -> tuple[int, int] | None:

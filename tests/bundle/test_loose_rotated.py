@@ -161,3 +161,22 @@ def test_a_bundle_folder_without_meta_keeps_its_subfolders_and_snapshot_times(
         assert all(at == int(p.stem) for at, p in loose.metrics)
         assert not any("modification time" in n for n in loose.notes), loose.notes
     assert ("model_stalled", "text_det") in _found(folder)
+
+
+def test_a_kept_store_judges_gathered_files_at_the_same_instant(log: Path, tmp_path: Path) -> None:
+    """A /metrics page saved today beside an older log: with ``--store`` as without it, the
+    window ends at the log's last line, not at the page's file time (which would make
+    every request still open at the end of the log look hours old)."""
+    folder = tmp_path / "gathered"
+    folder.mkdir()
+    shutil.copyfile(log, folder / "triton.log")
+    with open_bundle(FOREIGN / "ocr_backbone_hang" / "bundle.tar.gz") as bundle:
+        shutil.copyfile(bundle.metrics[-1][1], folder / "curl-metrics.txt")  # mtime: now
+
+    def keys(**kw: object) -> set[tuple[str, str, str]]:
+        found = analyze_bundle(folder, **kw).findings  # type: ignore[arg-type]
+        return {(f.kind, f.model, f.summary) for f in found}  # the summary says how long
+
+    kept = keys(store_path=tmp_path / "kept.db")
+    assert kept == keys()
+    assert any(k[:2] == HUNG and "(25.0 s" in k[2] for k in kept), kept  # the log's end
