@@ -10,11 +10,20 @@ unreachable output, so a fix can reveal the next one.
 
 One tensor feeding two steps through a proper ensemble tensor loads and works on 2.51, so
 that wiring alone is not reported: only the load error is.
+
+A refused *re*load is another story for the user (tests/fixtures/foreign/vis_ensemble_miswired):
+Triton 2.51 loads the ensemble again from the configuration it already had
+(``successfully loaded``, then the old version ``unloaded``) and keeps serving it, so no
+request fails; what is wrong is that the change never took effect, and that the next
+restart, which reads only the new file, will refuse the ensemble for good. The finding says
+which of the two happened: the ensemble loaded before the error, or requests to it admitted
+after it, mean it kept serving.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from observability import events as ev
@@ -38,8 +47,12 @@ class EnsembleFanoutDetector:
 
     def detect(self, window: Window) -> list[Finding]:
         groups: dict[str, list[tuple[object, re.Match[str]]]] = {}
+        loaded: dict[str, list[int]] = {}
+        """When each model was (re)loaded: a refused reload leaves the old one serving."""
         for rec in window.logs(ev.ModelStateChange, ev.ErrorLine):
             if isinstance(rec, ev.ModelStateChange):
+                if rec.state == "loaded":
+                    loaded.setdefault(rec.model, []).append(rec.header.at_ns)
                 text = rec.detail
             elif isinstance(rec, ev.ErrorLine):
                 text = rec.text
@@ -48,9 +61,19 @@ class EnsembleFanoutDetector:
             m = NOT_WRITTEN.search(text)
             if m is not None:
                 groups.setdefault(m["ensemble"], []).append((rec, m))
-        return [self._finding(name, hits) for name, hits in groups.items()]
+        served = _admitted(window, set(groups))
+        return [
+            self._finding(name, hits, loaded.get(name, []), served.get(name, []))
+            for name, hits in groups.items()
+        ]
 
-    def _finding(self, ensemble: str, hits: list[tuple[object, re.Match[str]]]) -> Finding:
+    def _finding(
+        self,
+        ensemble: str,
+        hits: list[tuple[object, re.Match[str]]],
+        loaded_ns: list[int],
+        served_ns: list[int],
+    ) -> Finding:
         _, m = hits[-1]
         output, tensor = m["output"], m["tensor"]
         why = (
@@ -59,11 +82,27 @@ class EnsembleFanoutDetector:
             else "because a step it depends on reads a tensor no earlier step writes (this "
             "Triton does not name it)"
         )
-        summary = (
-            f"Ensemble '{ensemble}' failed to load ({len(hits)} attempt(s)): its output "
-            f"'{output}' is never written {why}; every request to '{ensemble}' fails with "
-            "'unknown model' while the server reports ready."
-        )
+        first, last = _at(hits[0][0]), _at(hits[-1][0])
+        before = [t for t in loaded_ns if t < first]
+        again = [t for t in loaded_ns if t > last]
+        after = [t for t in served_ns if t > last]
+        if before or again or after:
+            how = [f"loaded at {_clock(before[-1])} before the refusal"] if before else []
+            how += [f"loaded again from it at {_clock(again[0])}"] if again else []
+            how += [f"{len(after)} request(s) to it admitted since"] if after else []
+            summary = (
+                f"A reload of ensemble '{ensemble}' was refused ({len(hits)} attempt(s)): its "
+                f"output '{output}' is never written {why}. The configuration it had keeps "
+                f"serving ({'; '.join(how)}), so the change has not taken effect; the next "
+                "server restart reads only the new file and will refuse the ensemble, and then "
+                f"every request to '{ensemble}' fails with 'unknown model'."
+            )
+        else:
+            summary = (
+                f"Ensemble '{ensemble}' failed to load ({len(hits)} attempt(s)): its output "
+                f"'{output}' is never written {why}; every request to '{ensemble}' fails with "
+                "'unknown model' while the server reports ready."
+            )
         tensor = tensor or "<the unconnected tensor>"
         advice = (
             f"In {ensemble}/config.pbtxt, find the step whose input_map value is '{tensor}' "
@@ -84,12 +123,27 @@ class EnsembleFanoutDetector:
             kind=self.kind,
             severity=Severity.CRITICAL,
             model=ensemble,
-            first_seen_ns=_at(hits[0][0]),
-            last_seen_ns=_at(hits[-1][0]),
+            first_seen_ns=first,
+            last_seen_ns=last,
             summary=summary,
             evidence=evidence,
             advice=advice,
         )
+
+
+def _admitted(window: Window, ensembles: set[str]) -> dict[str, list[int]]:
+    """When requests to each of ``ensembles`` were prepared (verbose log only)."""
+    out: dict[str, list[int]] = {}
+    if not ensembles:
+        return out
+    for rec in window.logs(ev.RequestPrepared):
+        if isinstance(rec, ev.RequestPrepared) and rec.model in ensembles:
+            out.setdefault(rec.model, []).append(rec.header.at_ns)
+    return out
+
+
+def _clock(at_ns: int) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(at_ns / 1e9)) + " UTC"
 
 
 def _line(rec: object) -> str:

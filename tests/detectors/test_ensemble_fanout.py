@@ -38,6 +38,9 @@ def test_miswired_ensemble_is_found_with_the_fix(lab_factory) -> None:
     assert (finding.kind, finding.model) == ("ensemble_fanout", "fanout_ensemble")
     assert finding.severity is Severity.CRITICAL
     assert "'RIGHT'" in finding.summary and "'OUTPUT'" in finding.summary
+    # Refused at start, never served (a refused reload keeps serving: foreign vis_ensemble_*)
+    assert "fails with 'unknown model'" in finding.summary
+    assert "keeps serving" not in finding.summary
     assert finding.evidence[0].detail.startswith(
         "Poll failed for model directory 'fanout_ensemble': output 'RIGHT' for ensemble"
     )

@@ -23,16 +23,7 @@ from observability.findings import Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
-GAPS: dict[str, str] = {
-    "vis_ensemble_miswired": (
-        "ensemble_fanout on vis_ensemble is found, but its summary says every request to "
-        "'vis_ensemble' fails with 'unknown model': false for a failed RE-load. Triton kept "
-        "the previously loaded vis_ensemble (log: 'Poll failed ... is not written', then "
-        "'successfully loaded'/'successfully unloaded version 1' for the old config) and all "
-        "236 client requests succeeded; only the load call failed. The finding must say the "
-        "old config keeps serving (pinned phrase 'keeps serving' in expected.json's mentions)"
-    ),
-}
+GAPS: dict[str, str] = {}
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
 
