@@ -33,7 +33,7 @@ from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution
 from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
-from observability.detectors.waits import Call, Waits, waits_of
+from observability.detectors.waits import Call, Waits, callees, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -135,7 +135,8 @@ class HungRequestDetector:
             f"batch past its {deadline:g} s deadline without releasing it: {held}"
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
-        summary += "; " + _describe_calls(calls, now, self.max_children_named)
+        plain = callees(waits.instances).get(model) == set()
+        summary += "; " + _describe_calls(calls, now, self.max_children_named, plain)
         last = None if calls else last_call(window, waits.instances, stuck)
         if last is not None:
             summary += "; " + last.describe()
@@ -195,7 +196,8 @@ class HungRequestDetector:
             if len(waits) > self.max_children_named:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
-            summary += "; " + _describe_calls(calls, now, self.max_children_named)
+            plain = callees(analysis.instances).get(model) == set()
+            summary += "; " + _describe_calls(calls, now, self.max_children_named, plain)
         last = None
         if not waits and not calls and execution is not None:
             last = last_call(window, analysis.instances, [execution])
@@ -286,9 +288,16 @@ def _executions_by_id(waits: Waits) -> dict[str, Execution]:
     return {rid: e for e in waits.instances.open.values() for rid in e.ids}
 
 
-def _describe_calls(calls: list[Call], now: int, limit: int) -> str:
+def _describe_calls(calls: list[Call], now: int, limit: int, calls_none: bool = False) -> str:
     """What an id-less wait is on, each open call once, grouped by the model called; never
-    claims no call is open when one may be."""
+    claims no call is open when one may be. ``calls_none``: the model's completed batches
+    were never seen calling another model (a plain model, an ensemble step): BLS wording
+    would send its user looking for calls it does not make."""
+    if not calls and calls_none:
+        return (
+            "it makes no BLS calls (none in its completed batches), so its own execute is "
+            "stuck (a blocking wait, a lock, an endless loop) or it never returned a response"
+        )
     if not calls:
         return (
             "no BLS call of it has been open for more than 0.5 s: its execute is stuck or a "
