@@ -97,6 +97,9 @@ class Instances:
     last_end: dict[str, int]
     """Model -> when one of its instances last released a batch."""
     until_ns: int
+    instanceless: frozenset[str] = frozenset()
+    """Models with requests but no instance seen executing: ensembles (their steps run on
+    other models' instances), or a model idle for the whole window."""
 
     def busy(self, model: str) -> list[Execution]:
         return [e for e in self.open.values() if e.model == model]
@@ -218,7 +221,10 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
         if name not in open_ and idle is not None and until_ns - idle > _IDLE_SLACK_NS:
             prune(model, until_ns - _IDLE_SLACK_NS)
     queued = {m: list(q) for m, q in queues.items() if m in model_instances and q}
-    return Instances(executions, open_, model_instances, queued, last_start, last_end, until_ns)
+    instanceless = frozenset(m for m, q in queues.items() if q and m not in model_instances)
+    return Instances(
+        executions, open_, model_instances, queued, last_start, last_end, until_ns, instanceless
+    )
 
 
 def _lifecycle(

@@ -48,6 +48,8 @@ _SELF_CALL_NS = 50_000_000
 _MIN_BATCHES_TO_LEARN = 5
 _CALLEE_SHARE = 0.3
 """A callee's requests are admitted during at least this share of the caller's batches..."""
+_STEP_END_NS = 2_000_000
+"""An ensemble's next step is admitted within this of the previous step's end (``origins.py``)."""
 _CALLEE_OVER_CHANCE = 3.0
 """...and this many times more often than its arrival rate alone would put one there."""
 
@@ -302,6 +304,7 @@ def _learn_callees(inst: Instances) -> dict[str, set[str]]:
     rate: dict[str, int] = {}
     for _, model in admitted:
         rate[model] = rate.get(model, 0) + 1
+    step_end_ns = _STEP_END_NS if inst.instanceless else 0  # ensembles about
     batches: dict[str, int] = {}
     busy_s: dict[str, float] = {}
     hits: dict[str, dict[str, int]] = {}
@@ -310,7 +313,13 @@ def _learn_callees(inst: Instances) -> dict[str, set[str]]:
             continue
         batches[e.model] = batches.get(e.model, 0) + 1
         busy_s[e.model] = busy_s.get(e.model, 0.0) + (e.end_ns - e.start_ns) / 1e9
-        lo, hi = bisect_right(times, e.start_ns), bisect_right(times, e.end_ns)
+        # With ensembles about, not the batch's last instants: an ensemble's next step is
+        # admitted there (the scheduler sends it as the step ends, often before the
+        # ``released`` line), and a step taken for a call makes a stuck step look as if it
+        # waited on its successor. Without ensembles they count: a fast last BLS call (a
+        # decoupled decoder read to its final flag) lands there too.
+        lo = bisect_right(times, e.start_ns)
+        hi = bisect_right(times, max(e.start_ns, e.end_ns - step_end_ns))
         row = hits.setdefault(e.model, {})
         for m in {m for _, m in admitted[lo:hi]} - {e.model}:
             row[m] = row.get(m, 0) + 1
