@@ -1,0 +1,44 @@
+"""What ``waits.callees`` learns on real recordings of pipelines it was not tuned on: the BLS
+calls, not an ensemble's next step (``observability/detectors/waits.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from observability.analyze import _event_range, _open
+from observability.bundle.ingest import IngestReport, bundle_events
+from observability.detectors import Window
+from observability.detectors.instances import instances_of
+from observability.detectors.waits import callees
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
+
+
+def _learned(scenario: str) -> dict[str, set[str]]:
+    with _open(FIXTURES / scenario / "bundle.tar.gz") as bundle:
+        report = IngestReport(bundle.meta.bundle_id)
+        events = [e for _p, _s, batch in bundle_events(bundle, report) for e in batch]
+        offset = bundle.meta.epoch_minus_monotonic_ns
+    span = _event_range(events, offset)
+    assert span is not None
+    window = Window(since_ns=span[0], until_ns=span[1], events=events, clock_offset_ns=offset)
+    return {m: c for m, c in callees(instances_of(window)).items() if c}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "learned"),
+    [
+        # an ensemble whose middle step makes BLS calls: only those are calls
+        ("ocr_healthy", {"text_det": {"det_backbone"}}),
+        # a pure ensemble: one step's output fans out to two steps, no BLS at all
+        ("vis_healthy", {}),
+        # no ensemble: a BLS router whose last call (a decoupled decoder) is fast
+        ("asr_healthy", {"asr_router": {"asr_encoder", "asr_beam"}}),
+    ],
+)
+def test_calls_are_learned_and_ensemble_steps_are_not(
+    scenario: str, learned: dict[str, set[str]]
+) -> None:
+    assert _learned(scenario) == learned
