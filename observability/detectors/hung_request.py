@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution
 from observability.detectors.last_call import LastCall, last_call
+from observability.detectors.origins import STEP
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
-from observability.detectors.waits import Call, Waits, callees, waits_of
+from observability.detectors.waits import Call, Waits, callees, origins_of, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -140,6 +141,8 @@ class HungRequestDetector:
         last = None if calls else last_call(window, waits.instances, stuck)
         if last is not None:
             summary += "; " + last.describe()
+        if not calls:
+            summary += _ensemble_text(window, waits, stuck)
         summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
         ids = [i for e in stuck for i in e.ids]
         source = (
@@ -349,6 +352,25 @@ def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
 def _distinct(calls: list[Call]) -> list[Call]:
     """Each open request once (several stuck batches may name the same possible call)."""
     return list({id(c.request): c for c in calls}.values())
+
+
+def _ensemble_text(window: Window, waits: Waits, stuck: list[Execution]) -> str:
+    """Who waits on a stuck ensemble step: the ensemble's client, whose request is open as
+    long as the step is (an ensemble has no instance, so no finding of its own)."""
+    ensembles = sorted(waits.instances.instanceless)
+    if not ensembles:
+        return ""
+    origin = origins_of(window)
+    steps = sum(
+        1 for e in stuck for r in e.requests if origin.get((r.prepared_ns, r.offset)) == STEP
+    )
+    if not steps:
+        return ""
+    named = ", ".join(ensembles[:3]) + (", ..." if len(ensembles) > 3 else "")
+    return (
+        f"; it runs {steps} ensemble step(s) (ensembles here: {named}), so as many of the "
+        "ensemble's client requests wait on it"
+    )
 
 
 def _victims_text(waits: Waits, models: list[str], now: int) -> str:

@@ -41,7 +41,7 @@ from observability.detectors.instances import Admitted, Execution, Instances, in
 from observability.detectors.origins import CALL, CLIENT, origins
 from observability.detectors.window import Window
 
-__all__ = ["Call", "Waits", "waits_of"]
+__all__ = ["Call", "Waits", "callees", "origins_of", "waits_of"]
 
 _MIN_CALL_AGE_NS = 500_000_000
 _SELF_CALL_NS = 50_000_000
@@ -141,7 +141,7 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     hit = _cache.get(key)
     if hit is not None and hit[0]() is window:
         return hit[1]
-    result = analyse(instances_of(window), policy, _origins_of(window))
+    result = analyse(instances_of(window), policy, origins_of(window))
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 
@@ -149,7 +149,7 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
 _origins_cache: dict[int, tuple[weakref.ref[Window], dict[tuple[int, int], str]]] = {}
 
 
-def _origins_of(window: Window) -> dict[tuple[int, int], str]:
+def origins_of(window: Window) -> dict[tuple[int, int], str]:
     """Where each admitted request of the window came from, once per window (detectors with
     different deadline policies each analyse the waits)."""
     key = id(window)
