@@ -169,6 +169,8 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
     snaps: dict[str, list[tuple[int, Path]]] = {"metrics": [], "stats": [], "otlp": []}
     work = _work or _Work()
     by_mtime = 0
+    shown_as: dict[Path, str] = {}
+    """A decompressed copy -> the name of the file the user has."""
     for file in files:
         if file.suffix in _NOT_ARTIFACTS:
             continue
@@ -184,6 +186,7 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
             if plain is None:
                 continue
             file = plain
+            shown_as[file] = shown
             with file.open("rb") as fh:
                 head = fh.read(_SNIFF_BYTES)
         kind = kind_of(head)
@@ -211,7 +214,7 @@ def open_loose(path: Path | str, limits: Limits = LIMITS, *, _work: _Work | None
     timed = by_mtime == 0 and any(snaps.values())
     sources = {"loose": True, "snapshots_timed": timed}
     meta = BundleMeta(1, path.name, "", "", "", sources=sources, clock={})
-    log = _one_log(logs, work, notes)
+    log = _one_log(logs, work, notes, shown_as)
     if log is not None and _newest_first(log):
         shown = log.name
         log = _reversed(log, work.path(log.name))
@@ -300,7 +303,9 @@ def _is_tar(block: bytes) -> bool:
     return len(block) == 512 and block[257:262] == b"ustar"
 
 
-def _one_log(logs: list[Path], work: _Work, notes: list[str]) -> Path | None:
+def _one_log(
+    logs: list[Path], work: _Work, notes: list[str], shown_as: dict[Path, str]
+) -> Path | None:
     """The log to read: generations of one rotated log joined oldest first, else the main
     one (``triton.log``, or the largest), with a note on the others."""
     if len(logs) < 2:
@@ -310,8 +315,8 @@ def _one_log(logs: list[Path], work: _Work, notes: list[str]) -> Path | None:
     if len(spans) == len(logs) and all(
         a[1] <= b[0] + _ROTATION_SLACK_S for (a, _), (b, _) in pairwise(spans)
     ):
-        names = [p.name for _, p in spans]
-        out = work.path(min(names, key=len))
+        names = [shown_as.get(p, p.name) for _, p in spans]
+        out = work.path(min((p.name for _, p in spans), key=len))
         with out.open("wb") as dst:
             for _, p in spans:
                 with p.open("rb") as src:
@@ -324,7 +329,10 @@ def _one_log(logs: list[Path], work: _Work, notes: list[str]) -> Path | None:
         )
         return out
     logs = sorted(logs, key=lambda p: (p.name != "triton.log", -p.stat().st_size))
-    notes += [f"skipped {p.name}: one log is read, {logs[0].name}" for p in logs[1:]]
+    notes += [
+        f"skipped {shown_as.get(p, p.name)}: one log is read, {shown_as.get(logs[0], logs[0].name)}"
+        for p in logs[1:]
+    ]
     return logs[0]
 
 

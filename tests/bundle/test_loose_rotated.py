@@ -76,7 +76,10 @@ def test_generations_are_read_as_one_log_oldest_first(
     with open_loose(tmp_path / "logs") as bundle:
         assert bundle.log is not None
         assert bundle.log.read_bytes() == log.read_bytes()
-        assert any("read 3 logs as one" in n and "triton.log.2" in n for n in bundle.notes)
+        assert any(
+            "read 3 logs as one" in n and "triton.log.2.gz, triton.log.1.xz, triton.log;" in n
+            for n in bundle.notes
+        ), bundle.notes
     assert _found(tmp_path / "logs") == whole
 
 
