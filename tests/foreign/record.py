@@ -4,10 +4,12 @@
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
-``repos/vision``: not the demo's names, shapes or id conventions; a scenario that swaps a
-config mid-run serves a copy), runs a healthy load without request ids (or, where a scenario
-says so, with ids on every other request) for the whole window, injects its fault while the
-product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``:
+``repos/vision``, ``repos/stateful``: not the demo's names, shapes or id conventions; a
+scenario that swaps a config mid-run serves a copy), runs a healthy load without request ids
+(or, where a scenario says so, with ids on every other request) for the whole window, injects
+its fault while the product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``.
+The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start and end flags)
+to one pinned version of a model served in two; every other family's clients speak gRPC:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -39,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.foreign import seqload
+
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
 ARCHIVE = "bundle.tar.gz"
@@ -67,7 +71,9 @@ class Injection:
     """``request`` only: each of the ``count`` clients sends again as soon as it is answered,
     for this long (bounded by ``MAX_REQUESTS_PER_WORKER``): a surge of clients."""
     request_ids: bool = False
-    """``request`` only: these clients set a request id (``fault-<client>-<n>``)."""
+    """``request`` only: these clients set a request id (``fault-<client>-<n>``).
+    ``stateful`` only: each client sends one sequence; ``params`` may say how (see
+    ``_SEQ_KEYS``): its length, its version and which step carries the other parameters."""
     source: str = ""
     """``swap_config`` only: the new config.pbtxt, a path relative to this folder (kept
     outside ``repos/`` so that no served repository holds it)."""
@@ -77,10 +83,12 @@ class Injection:
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys``, ``asr`` or ``vision``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision`` or ``stateful``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
+    log_format: str = "default"
+    """``--log-format``: ``default`` or ``ISO8601`` (second resolution only)."""
     env: dict[str, str] = field(default_factory=dict)
     injections: tuple[Injection, ...] = ()
     duration_s: float = 30.0
@@ -98,6 +106,8 @@ class Scenario:
     ids: str = "none"
     """``none``: the background clients send no request id; ``mixed``: they set one
     (``c<client>-<n>``) on every other request."""
+    pins: tuple[str, str] = ("1", "2")
+    """``stateful`` only: the model versions the two background clients pin."""
     audio: str = "fixed"
     """``asr`` only. ``fixed``: the background clients send 1600 frames; ``growing``: each
     re-sends its whole utterance so far (800, 1600, ... 6400 frames, then a new utterance),
@@ -549,6 +559,125 @@ _VISION = (
     ),
 )
 
+_SEQ_HANG: dict[str, str | int | float] = {
+    "st_fault": "hang",
+    "hang_s": 300,
+    "seq_fault_step": 2,
+    "seq_version": "1",
+    "seq_gap_s": 0.5,
+}
+_SEQ_HANG_TEXT = (
+    "one sequence (HTTP, version 1) whose second step's sess_tracker batch never returns (a "
+    "stuck step); its third and fourth steps are sent 0.5 s apart without waiting and queue "
+    "behind it in the sequence batcher, as does every background sequence bound to the same "
+    "instance; version 2 and the other version-1 instance keep serving"
+)
+
+_STATEFUL = (
+    Scenario(
+        "st_healthy",
+        "stateful",
+        "the stateful pipeline (HTTP clients; sess_norm, not batched, then sess_tracker behind "
+        "the sequence batcher, two versions served at once, each client pinned to one) under "
+        "a healthy id-less load of 4-step sequences, verbose log (TRAIL [1, k, 6] grows "
+        "k = 1..4 within each sequence and starts again at the next): the twin of every st_* "
+        "fault",
+        (),
+    ),
+    Scenario(
+        "st_healthy_quiet",
+        "stateful",
+        "the stateful pipeline under a healthy id-less load, without --log-verbose: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "st_sequence_hang",
+        "stateful",
+        _SEQ_HANG_TEXT,
+        (("hung_request", "sess_tracker"),),
+        injections=(Injection(5, 1, _SEQ_HANG, 60, "sess_tracker step 2 sleeps 300 s"),),
+    ),
+    Scenario(
+        "st_sequence_hang_iso",
+        "stateful",
+        "st_sequence_hang_one_version (both background clients pinned to version 1) with "
+        f"`--log-format ISO8601` (second resolution): {_SEQ_HANG_TEXT}",
+        (("hung_request", "sess_tracker"),),
+        log_format="ISO8601",
+        pins=("1", "1"),
+        injections=(Injection(5, 1, _SEQ_HANG, 60, "sess_tracker step 2 sleeps 300 s"),),
+    ),
+    Scenario(
+        "st_state_growth",
+        "stateful",
+        "STATE_LEAK=1: sess_tracker (both versions) appends every reading to one "
+        "instance-wide trail that a sequence's START never resets (state keyed by the "
+        "instance instead of the CORRID), so TRAIL [1, k, 6] grows by one row per request "
+        "across sequences and never starts again",
+        (("shape_growth", "sess_tracker"),),
+        env={"STATE_LEAK": "1"},
+    ),
+    Scenario(
+        "st_sequence_hang_one_version",
+        "stateful",
+        "st_sequence_hang with both background clients pinned to version 1 (version 2 is "
+        "served but gets no request): the control that tells the hang from the two versions' "
+        "shared instance names",
+        (("hung_request", "sess_tracker"),),
+        pins=("1", "1"),
+        injections=(Injection(5, 1, _SEQ_HANG, 60, "sess_tracker step 2 sleeps 300 s"),),
+    ),
+    Scenario(
+        "st_state_growth_one_version",
+        "stateful",
+        "st_state_growth with both background clients pinned to version 1 (version 2 is "
+        "served but gets no request): the control that tells the leak from the two versions' "
+        "shared instance names",
+        (("shape_growth", "sess_tracker"),),
+        env={"STATE_LEAK": "1"},
+        pins=("1", "1"),
+    ),
+    Scenario(
+        "st_v2_cold_start_one_version",
+        "stateful",
+        "st_v2_cold_start with both background clients pinned to version 2 (version 1 is "
+        "served but gets no request after the warm-up): the control that tells the cold start "
+        "from the two versions' shared instance names",
+        (("cold_start", "sess_tracker"),),
+        env={"STATE_V2_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=2,
+        pins=("2", "2"),
+        injections=(
+            Injection(
+                5, 1, {}, 60, "reload sess_tracker (repository API)", "reload", "sess_tracker"
+            ),
+        ),
+    ),
+    Scenario(
+        "st_v2_cold_start",
+        "stateful",
+        "STATE_V2_COLD_START_S=4, model control explicit: the server is up and warmed (a "
+        "2-step sequence to each version) before the capture starts, so the bundle's log "
+        "lacks the first load; 5 s in, sess_tracker is loaded again through the repository "
+        "API (both versions) and version 2's first execute after the load takes 4 s, while "
+        "version 1 answers at once",
+        (("cold_start", "sess_tracker"),),
+        env={"STATE_V2_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=2,
+        injections=(
+            Injection(
+                5, 1, {}, 60, "reload sess_tracker (repository API)", "reload", "sess_tracker"
+            ),
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -657,6 +786,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_RECSYS,
         *_ASR,
         *_VISION,
+        *_STATEFUL,
     )
 }
 
@@ -722,6 +852,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"AUDIO": rng.standard_normal(1600).astype(np.float32)}
     if repo == "vision":  # a batch of one HWC photo, int pixels (the ensemble is batched)
         return {"PHOTO": rng.integers(0, 256, size=(1, 24, 40, 3)).astype(np.int32)}
+    if repo == "stateful":  # one raw sensor reading; no batch dimension (sess_norm: 0)
+        return {"RAW": rng.standard_normal(6).astype(np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -743,7 +875,15 @@ def _send(
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
-_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25, "vision": 0.2}
+_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25, "vision": 0.2, "stateful": 0.2}
+
+
+_PROTOCOL = {"stateful": "HTTP"}
+
+
+def _client_url(lab: object, repo: str) -> str:
+    """Where a family's clients send: HTTP for ``stateful``, gRPC for the others."""
+    return str(lab.http_url if repo == "stateful" else lab.grpc_url)  # type: ignore[attr-defined]
 
 
 def _worker(
@@ -757,9 +897,24 @@ def _worker(
     delay_s: float = 0.0,
     ids: str = "none",
     audio: str = "fixed",
+    pin: str = "",
 ) -> None:
     from observability.load import TritonClient
 
+    if repo == "stateful":
+        seqload.sequence_worker(
+            url,
+            seed,
+            stop,
+            until,
+            out.add,
+            t0,
+            _PAUSE_S[repo],
+            MAX_REQUESTS_PER_WORKER,
+            delay_s,
+            pin,
+        )
+        return
     client = TritonClient(url, timeout_s=10, send_ids=ids == "mixed")
     rng = np.random.default_rng(seed)
     pause = _PAUSE_S[repo]
@@ -790,6 +945,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     label = f"fault@{inj.at_s:g}"
     if inj.action == "kill_stub":
         _kill_stub(lab, inj.target, label, out, t0)
+        return
+    if inj.action == "request" and repo == "stateful":
+        url = _client_url(lab, repo)
+        seqload.inject_sequence(url, inj.params, idx, inj.timeout_s or 60, label, out.add, t0)
         return
     url = lab.grpc_url  # type: ignore[attr-defined]
     client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=inj.request_ids)
@@ -898,6 +1057,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             model_repository=_served_repository(scenario, Path(tmp)),
             run_dir=Path(tmp) / "run",
             log_verbose=scenario.log_verbose,
+            log_format=scenario.log_format,
             trace=scenario.trace,
             trace_log_frequency=20 if scenario.trace else None,
             env=dict(scenario.env),
@@ -910,17 +1070,26 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
         timers: list[threading.Timer] = []
         try:
             lab.start()
-            _warm_up(lab.grpc_url, scenario, outcomes)
+            _warm_up(_client_url(lab, scenario.repo), scenario, outcomes)
             t0 = time.monotonic()
             until = t0 + scenario.duration_s + 2
             for seed in (1, 2):
                 th = threading.Thread(
                     target=_worker,
-                    args=(lab.grpc_url, scenario.repo, seed, stop, until, outcomes, t0),
+                    args=(
+                        _client_url(lab, scenario.repo),
+                        scenario.repo,
+                        seed,
+                        stop,
+                        until,
+                        outcomes,
+                        t0,
+                    ),
                     kwargs={
                         "delay_s": scenario.load_delay_s,
                         "ids": scenario.ids,
                         "audio": scenario.audio,
+                        "pin": scenario.pins[seed - 1],
                     },
                     daemon=True,
                 )
@@ -977,6 +1146,9 @@ def _warm_up(url: str, scenario: Scenario, outcomes: Outcomes) -> None:
     """``scenario.warmup`` requests, one at a time, before the capture starts."""
     if not scenario.warmup:
         return
+    if scenario.repo == "stateful":
+        seqload.warm_up(url, min(scenario.warmup, 20), outcomes.add)
+        return
     from observability.load import TritonClient
 
     client = TritonClient(url, timeout_s=30, send_ids=False)
@@ -1021,6 +1193,10 @@ _LOAD_TEXT = {
     "`rec_features` infer straight from the client with the same USER",
     "asr": "`asr_router` infer, a random AUDIO [1600]",
     "vision": "`vis_ensemble` infer, a random PHOTO [1, 24, 40, 3] (INT32 pixels)",
+    "stateful": "one step of a 4-step sequence: `sess_norm` infer of a random RAW [6], then "
+    "`sess_tracker` infer of its READING [1, 6] with `sequence_id`, `sequence_start` on the "
+    "first step and `sequence_end` on the last, each client pinned to one version of "
+    "sess_tracker",
 }
 
 
@@ -1059,17 +1235,18 @@ Recorded by
 - tritonserver {triton_version or "?"} from the nvidia-pytriton {pytriton} wheel, CPU only,
   python backend; the lab of `observability.lab` serving
   `tests/foreign/repos/{scenario.repo}`{_copy_text(scenario)} (model control
-  `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`, trace files
-  {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`, server
-  environment: {env}.
+  `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`,{_format_text(scenario)}
+  trace files {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`,
+  server environment: {env}.
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
   {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
-- Load: two gRPC clients {_ids_text(scenario)}, each sending one request
+- Load: two {_PROTOCOL.get(scenario.repo, "gRPC")} clients {_ids_text(scenario)}, each sending
+  one request
   ({_LOAD_TEXT[scenario.repo] if scenario.audio == "fixed" else _GROWING_TEXT})
   then pausing {_PAUSE_S[scenario.repo]} s, timeout 10 s, for the whole
   window{_start_text(scenario)}.
-- Injected (seconds after the capture started):
+{_pins_text(scenario)}- Injected (seconds after the capture started):
 
 | at s | count | request parameters | client timeout s | what |
 |---|---|---|---|---|
@@ -1092,10 +1269,22 @@ def _ids_text(scenario: Scenario) -> str:
             "(`observability.load.TritonClient`, `send_ids=True`: a request id `c<client>-<n>`\n"
             "  on every other request, none on the others; BLS children are built without ids)"
         )
+    if scenario.repo == "stateful":
+        return "(`tests.foreign.seqload`, tritonclient.http: no request\n  ids)"
     return (
         "(`observability.load.TritonClient`, `send_ids=False`: no request\n"
         "  ids; BLS children are built without ids too)"
     )
+
+
+def _pins_text(scenario: Scenario) -> str:
+    if scenario.repo != "stateful":
+        return ""
+    return f"- Versions pinned: client 1 `{scenario.pins[0]}`, client 2 `{scenario.pins[1]}`.\n"
+
+
+def _format_text(scenario: Scenario) -> str:
+    return "" if scenario.log_format == "default" else f" `--log-format {scenario.log_format}`,"
 
 
 def _copy_text(scenario: Scenario) -> str:
