@@ -76,16 +76,18 @@ class ColdStart:
             ev.RequestPrepared,
             ev.RequestStateChange,
         )
-        loads = [
-            Load(
-                r.model,
-                r.header.at_ns,
-                f"triton.log@{r.header.offset}",
-                f"successfully loaded '{r.model}'",
-            )
-            for r in records
-            if isinstance(r, ev.ModelStateChange) and r.state == "loaded"
-        ]
+        loads: list[Load] = []
+        loading: dict[str, int | None] = {}
+        for r in records:
+            if not isinstance(r, ev.ModelStateChange):
+                continue
+            if r.state == "loading":
+                loading[r.model] = r.version
+            elif r.state == "loaded":
+                version = r.version if r.version is not None else loading.pop(r.model, None)
+                at, ref = r.header.at_ns, f"triton.log@{r.header.offset}"
+                said = f"successfully loaded '{r.model}'"
+                loads.append(Load(r.model, at, ref, said, "log", version))
         loads += _unlogged_loads(window.model_stats, {load.model for load in loads})
         if not loads:
             return []
@@ -119,13 +121,14 @@ class ColdStart:
         if first.seconds <= self.min_s or first.seconds <= self.ratio * steady:
             return None
         model = load.model
+        version = f" (version {load.version})" if load.version is not None else ""
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL if first.seconds >= self.critical_s else Severity.WARNING,
             model=model,
             instance=first.instance,
             summary=(
-                f"The first execution of '{model}' after it was (re)loaded took "
+                f"The first execution of '{model}'{version} after it was (re)loaded took "
                 f"{first.seconds:.2f} s, {first.seconds / max(steady, 1e-6):.0f}x its steady "
                 f"{steady * 1000:.1f} ms: the model does its set-up on the first request."
             ),
@@ -180,6 +183,9 @@ class Load:
     ref: str
     detail: str
     source: str = "log"
+    version: int | None = None
+    """The version the log's ``loading: M:V`` line named: two versions served at once both
+    run instances named ``M_0_0``, and the user must know which one is cold."""
 
 
 def _unlogged_loads(stats: list[ev.ModelStats], logged: set[str]) -> list[Load]:

@@ -169,6 +169,10 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
     """Model -> instances that have run since its last load (None: no load in the window)."""
     last_start: dict[str, int] = {}
     last_end: dict[str, int] = {}
+    versions: dict[str, set[int]] = {}
+    """Model -> the versions its requests were prepared for."""
+    shadowed: dict[str, list[Execution]] = {}
+    """Instance name -> older open batches of another version under the same name."""
 
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
@@ -177,6 +181,8 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
 
     for rec in records:
         if isinstance(rec, ev.RequestPrepared):
+            if rec.version is not None and rec.model:
+                versions.setdefault(rec.model, set()).add(rec.version)
             if rec.model:
                 queue = queues.setdefault(rec.model, deque(maxlen=_MAX_QUEUED))
                 queue.append(
@@ -204,11 +210,23 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                 admitted = waiting.popleft()
                 admitted.execution = execution
                 execution.requests.append(admitted)
+            older = open_.get(rec.instance)
+            if older is not None and len(shadowed.get(rec.instance, ())) + 1 < len(
+                versions.get(rec.model, ())
+            ):
+                # Two versions served at once both run instances named M_0_0 and the log's
+                # instance lines carry no version: a second batch on a busy name is the
+                # other version's, not a lost release (foreign st_sequence_hang).
+                shadowed.setdefault(rec.instance, []).append(older)
             open_[rec.instance] = execution
             executions.append(execution)
             last_start[rec.model] = at
         elif isinstance(rec, ev.InstanceReleased):
             ended = open_.pop(rec.instance, None)
+            if shadowed.get(rec.instance):
+                # The newest batch ends first: the other version's name keeps its older one
+                # (a hung batch stays open while the other version's batches come and go).
+                open_[rec.instance] = shadowed[rec.instance].pop()
             at = rec.header.at_ns
             idle_from[rec.instance] = at
             if ended is not None:
@@ -216,10 +234,18 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                 last_end[ended.model] = at
         elif isinstance(rec, ev.ModelStateChange):
             _lifecycle(rec, open_, queues, loaded, reloading, model_instances)
+            if rec.state in ("unloading", "unloaded"):
+                for name in [
+                    n for n, older in shadowed.items() if older and older[0].model == rec.model
+                ]:
+                    del shadowed[name]  # an unload ends the other versions' batches too
     for name, model in ((i, m) for m, names in model_instances.items() for i in names):
         idle = idle_from.get(name)
         if name not in open_ and idle is not None and until_ns - idle > _IDLE_SLACK_NS:
             prune(model, until_ns - _IDLE_SLACK_NS)
+    for name, kept in shadowed.items():
+        for k, e in enumerate(kept, start=1):
+            open_[f"{name}#{k}"] = e  # keyed apart; its ``instance`` is the name Triton logs
     queued = {m: list(q) for m, q in queues.items() if m in model_instances and q}
     instanceless = frozenset(m for m, q in queues.items() if q and m not in model_instances)
     return Instances(
