@@ -42,18 +42,34 @@ class Execution:
 
 
 def executions(records: list[object]) -> list[Execution]:
-    """Completed executions per instance, in start order (linear in the records)."""
-    open_: dict[str, tuple[str, int, int]] = {}
+    """Completed executions per instance, in start order (linear in the records). Two
+    versions served at once share instance names: for a model whose requests name several
+    versions, a batch starting on a busy name is the other version's, and a release ends the
+    newest (as ``instances.py`` reads them)."""
+    open_: dict[str, list[tuple[str, int, int]]] = {}
+    versions = versions_of(records)
     out: list[Execution] = []
     for rec in records:
         if isinstance(rec, ev.InstanceExecuting):
-            open_[rec.instance] = (rec.model, rec.header.at_ns, rec.header.offset)
+            stack = open_.setdefault(rec.instance, [])
+            if len(stack) >= max(1, len(versions.get(rec.model, ()))):
+                stack.pop(0)  # a release was lost: the oldest is forgotten
+            stack.append((rec.model, rec.header.at_ns, rec.header.offset))
         elif isinstance(rec, ev.InstanceReleased):
-            started = open_.pop(rec.instance, None)
-            if started is not None:
-                model, at, offset = started
+            busy = open_.get(rec.instance)
+            if busy:
+                model, at, offset = busy.pop()
                 out.append(Execution(model, rec.instance, at, rec.header.at_ns, offset))
     return sorted(out, key=lambda e: e.start_ns)
+
+
+def versions_of(records: list[object]) -> dict[str, set[int]]:
+    """Model -> the versions its requests were prepared for."""
+    out: dict[str, set[int]] = {}
+    for rec in records:
+        if isinstance(rec, ev.RequestPrepared) and rec.version is not None:
+            out.setdefault(rec.model, set()).add(rec.version)
+    return out
 
 
 @dataclass
@@ -92,6 +108,7 @@ class ColdStart:
         if not loads:
             return []
         runs: dict[str, list[Execution]] = {}
+        versions = versions_of(records)
         for e in executions(records):
             runs.setdefault(e.model, []).append(e)
         worst: dict[str, Finding] = {}
@@ -103,6 +120,13 @@ class ColdStart:
                 for e in runs.get(load.model, [])
                 if (e.end_ns if ends else e.start_ns) >= load.at_ns
             ]
+            served = len(versions.get(load.model, ())) if load.version is not None else 1
+            if served > 1:
+                # Another version's batches on the same names start after the load too: the
+                # loaded version's first batch is the slowest of the first few.
+                head = after[:served]
+                slow = max(head, key=lambda e: e.seconds, default=None)
+                after = [slow, *[e for e in after if e is not slow]] if slow else after
             finding = self._check(load, after)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))

@@ -33,9 +33,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "st_v2_cold_start": _SHARED_NAMES + "version 1's sess_tracker_0_1 starts a batch while "
-    "version 2's 4 s first batch on sess_tracker_0_1 runs, which takes its start: no "
-    "cold_start (st_v2_cold_start_one_version is found)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
