@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from observability import events as ev
+from observability.detectors.instances import build_instances
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -41,26 +42,14 @@ class Execution:
         return (self.end_ns - self.start_ns) / 1e9
 
 
-def executions(records: list[object]) -> list[Execution]:
-    """Completed executions per instance, in start order (linear in the records). Two
-    versions served at once share instance names: for a model whose requests name several
-    versions, a batch starting on a busy name is the other version's, and a release ends the
-    newest (as ``instances.py`` reads them)."""
-    open_: dict[str, list[tuple[str, int, int]]] = {}
-    versions = versions_of(records)
-    out: list[Execution] = []
-    for rec in records:
-        if isinstance(rec, ev.InstanceExecuting):
-            stack = open_.setdefault(rec.instance, [])
-            if len(stack) >= max(1, len(versions.get(rec.model, ()))):
-                stack.pop(0)  # a release was lost: the oldest is forgotten
-            stack.append((rec.model, rec.header.at_ns, rec.header.offset))
-        elif isinstance(rec, ev.InstanceReleased):
-            busy = open_.get(rec.instance)
-            if busy:
-                model, at, offset = busy.pop()
-                out.append(Execution(model, rec.instance, at, rec.header.at_ns, offset))
-    return sorted(out, key=lambda e: e.start_ns)
+def executions(records: list[object], until_ns: int) -> list[Execution]:
+    """Completed executions, in start order, as :mod:`instances` reads them (two versions
+    served at once share instance names; a reload's unload ends the old copy's batches)."""
+    done = [e for e in build_instances(records, until_ns).executions if e.end_ns is not None]
+    return sorted(
+        (Execution(e.model, e.instance, e.start_ns, e.end_ns or 0, e.offset) for e in done),
+        key=lambda e: e.start_ns,
+    )
 
 
 def versions_of(records: list[object]) -> dict[str, set[int]]:
@@ -109,7 +98,7 @@ class ColdStart:
             return []
         runs: dict[str, list[Execution]] = {}
         versions = versions_of(records)
-        for e in executions(records):
+        for e in executions(records, window.until_ns):
             runs.setdefault(e.model, []).append(e)
         worst: dict[str, Finding] = {}
         for load in loads:

@@ -277,7 +277,10 @@ def _lifecycle(
     if rec.state == "loaded":
         loaded[model] = set()
         return
-    since = None if rec.state == "unloading" else reloading.pop(model, None)
+    # A reload unloads the old copy one version at a time (``successfully unloaded 'M'
+    # version 1``, then ``version 2``): each of those lines ends only what began before the
+    # reload, so the reload stays under way until the next load or a plain unload.
+    since = None if rec.state == "unloading" else reloading.get(model)
     if rec.state == "unloading":
         reloading.pop(model, None)
     if rec.state == "failed" and since is not None:
