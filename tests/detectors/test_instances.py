@@ -95,3 +95,42 @@ def test_the_first_batch_after_a_load_is_marked_and_an_unload_ends_open_batches(
     )
     assert [e.first_after_load for e in got.executions] == [True, False, True]
     assert got.open == {}
+
+
+def _versioned(at: float, model: str, version: int) -> ev.RequestPrepared:
+    return ev.RequestPrepared(_h(at, 0), "", model, version, 1, 0)
+
+
+def test_two_versions_on_one_instance_name_keep_the_hung_batch_open() -> None:
+    """Versions 1 and 2 both run ``m_0_0`` (foreign st_sequence_hang): version 1's batch
+    hangs while version 2's come and go on the same name; each release ends the newest."""
+    got = build_instances(
+        [
+            _versioned(0, "m", 1),
+            _versioned(0.5, "m", 2),
+            executing(1, "m", "m_0_0"),  # version 1: hangs
+            _versioned(2, "m", 2),
+            executing(3, "m", "m_0_0"),  # version 2
+            released(4, "m_0_0"),
+            executing(5, "m", "m_0_0"),  # version 2 again
+            released(6, "m_0_0"),
+        ],
+        until_ns=100 * MS,
+    )
+    (hung,) = got.open.values()
+    assert hung.start_ns == 1 * MS and hung.instance == "m_0_0"
+    assert [e.end_ns for e in got.executions] == [None, 4 * MS, 6 * MS]
+
+
+def test_one_version_a_lost_release_is_forgotten_not_kept_open() -> None:
+    got = build_instances(
+        [
+            _versioned(0, "m", 1),
+            executing(1, "m", "m_0_0"),  # its release line was lost
+            _versioned(2, "m", 1),
+            executing(3, "m", "m_0_0"),
+            released(4, "m_0_0"),
+        ],
+        until_ns=100 * MS,
+    )
+    assert got.open == {}
