@@ -4,10 +4,11 @@
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
-``repos/vision``, ``repos/stateful``: not the demo's names, shapes or id conventions; a
-scenario that swaps a config mid-run serves a copy), runs a healthy load without request ids
-(or, where a scenario says so, with ids on every other request) for the whole window, injects
-its fault while the product's own ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``.
+``repos/vision``, ``repos/stateful``, ``repos/chain``: not the demo's names, shapes or id
+conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
+without request ids (or, where a scenario says so, with ids on every other request) for the
+whole window, injects its fault while the product's own ``capture`` records, and leaves in
+``OUT_DIR/<scenario>/``.
 The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start and end flags)
 to one pinned version of a model served in two; every other family's clients speak gRPC:
 
@@ -83,7 +84,7 @@ class Injection:
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision`` or ``stateful``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful`` or ``chain``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -678,6 +679,70 @@ _STATEFUL = (
     ),
 )
 
+_LEAF_HANG: dict[str, str | int | float] = {"ch_fault": "leaf_hang", "worker_hang_s": 300}
+_LEAF_HANG_TEXT = (
+    "one request whose second sub-query's first ch_worker batch never returns (a stuck "
+    "forward pass): the stuck chain is ch_gateway (awaiting its 3 gathered async_exec "
+    "calls) -> ch_planner (its only instance blocked in a synchronous exec()) -> ch_worker; "
+    "every later sub-query queues at ch_planner, so both ch_gateway instances end up waiting"
+)
+_CHAIN_NOTE = (
+    "One hang, one alert: `hung_request` is expected on the client's model (ch_gateway), "
+    "and it must name the chain down to the batch that is stuck (ch_worker): `mentions` in "
+    "expected.json."
+)
+
+_CHAIN = (
+    Scenario(
+        "ch_healthy",
+        "chain",
+        "the three-level BLS chain (ch_gateway, async execute, 2 instances, fans each query "
+        "out into 3 concurrent async_exec calls to ch_planner, sync exec(), 1 instance, which "
+        "calls ch_worker, dynamic batching, 2 instances, twice in turn) under a healthy "
+        "id-less load, verbose log: the twin of every ch_* fault",
+        (),
+    ),
+    Scenario(
+        "ch_leaf_hang",
+        "chain",
+        _LEAF_HANG_TEXT,
+        (("hung_request", "ch_gateway"),),
+        injections=(Injection(5, 1, _LEAF_HANG, 60, "ch_worker sleeps 300 s in execute"),),
+        note=_CHAIN_NOTE,
+    ),
+    Scenario(
+        "ch_gather_error",
+        "chain",
+        "one request whose second sub-query ch_planner answers an error response ('plan "
+        "budget exceeded'); ch_gateway's done-callback turns it into a RuntimeError, so "
+        "asyncio prints 'Exception in callback ...', the gathered future is never resolved "
+        "and the gateway's response is never sent (its instance waits)",
+        (("callback_error", "ch_gateway"),),
+        injections=(
+            Injection(5, 1, {"ch_fault": "plan_error"}, 60, "ch_planner answers an error"),
+        ),
+    ),
+    Scenario(
+        "ch_self_deadlock",
+        "chain",
+        "one request takes ch_planner's rare re-planning path: the planner exec()s ch_planner "
+        "(itself) through BLS while its only instance is busy with that very call, so the "
+        "call never starts; every later sub-query queues at ch_planner and both ch_gateway "
+        "instances wait",
+        (("bls_deadlock", "ch_planner"),),
+        injections=(Injection(5, 1, {"ch_fault": "replan"}, 60, "ch_planner exec()s itself"),),
+    ),
+    Scenario(
+        "ch_leaf_hang_quiet",
+        "chain",
+        f"without --log-verbose and without trace files: {_LEAF_HANG_TEXT}",
+        (("model_stalled", "ch_gateway"),),
+        log_verbose=0,
+        trace=False,
+        injections=(Injection(5, 1, _LEAF_HANG, 60, "ch_worker sleeps 300 s in execute"),),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -787,6 +852,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_ASR,
         *_VISION,
         *_STATEFUL,
+        *_CHAIN,
     )
 }
 
@@ -854,6 +920,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"PHOTO": rng.integers(0, 256, size=(1, 24, 40, 3)).astype(np.int32)}
     if repo == "stateful":  # one raw sensor reading; no batch dimension (sess_norm: 0)
         return {"RAW": rng.standard_normal(6).astype(np.float32)}
+    if repo == "chain":  # one query of 3 sub-queries of 4; no batch dimension (ch_gateway: 0)
+        return {"QUERY": rng.standard_normal(12).astype(np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -872,10 +940,20 @@ def _send(
         return client.infer("asr_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "vision":
         return client.infer("vis_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "chain":
+        return client.infer("ch_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
-_PAUSE_S = {"ocr": 0.2, "llm": 0.5, "recsys": 0.25, "asr": 0.25, "vision": 0.2, "stateful": 0.2}
+_PAUSE_S = {
+    "ocr": 0.2,
+    "llm": 0.5,
+    "recsys": 0.25,
+    "asr": 0.25,
+    "vision": 0.2,
+    "stateful": 0.2,
+    "chain": 0.2,
+}
 
 
 _PROTOCOL = {"stateful": "HTTP"}
@@ -1197,6 +1275,7 @@ _LOAD_TEXT = {
     "`sess_tracker` infer of its READING [1, 6] with `sequence_id`, `sequence_start` on the "
     "first step and `sequence_end` on the last, each client pinned to one version of "
     "sess_tracker",
+    "chain": "`ch_gateway` infer, a random QUERY [12]",
 }
 
 
