@@ -209,6 +209,20 @@ def analyse(
                 continue
             callers.setdefault(id(req), []).append(parent)
             pending.append((parent, req))
+    # A call that a learned edge explains is that caller's: a batch let in only because the
+    # request is unexplained (a path only a fault takes) is dropped beside it. Otherwise a
+    # stuck leaf that started just before its grandparent's next calls was taken for their
+    # caller, and a deadlock invented through it (foreign ch_leaf_hang).
+    model_of = {id(req): req.model for _, req in pending}
+    for rid, cands in callers.items():
+        known = [
+            c
+            for c in cands
+            if c.model == model_of[rid] or model_of[rid] in learned.get(c.model, ())
+        ]
+        if known and len(known) < len(cands):
+            callers[rid] = known
+    pending = [(p, r) for p, r in pending if any(c is p for c in callers[id(r)])]
     # Each request's owner once (the latest-started of its candidate callers), not once per
     # candidate: thousands of open batches made that quadratic.
     owners = {rid: max(cands, key=lambda c: c.start_ns) for rid, cands in callers.items()}

@@ -33,13 +33,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "ch_leaf_hang": "three-level id-less chain: hung_request on ch_gateway stops at the "
-    "calls queued at ch_planner ('it waits on 5 BLS calls to ch_planner ... never started') "
-    "and never names ch_worker, the batch that is stuck; and a false bls_deadlock on "
-    "ch_planner ('ch_planner -> ch_worker -> ch_planner'): a gateway's queued ch_planner "
-    "call, tagged a BLS call by its origin, bypasses the learned-callee filter (ch_worker "
-    "calls nothing) and is given to ch_worker_0_0, which started 0.1 ms after its real "
-    "caller ch_gateway_0_1",
     "ch_self_deadlock": "ch_planner (1 instance) exec()s ch_planner: the queued self-call "
     "(admitted 0.8 ms after ch_planner_0_0 started) is skipped by waits.analyse because a "
     "known caller of ch_planner (ch_gateway, learned) was open and started before it ('its "
