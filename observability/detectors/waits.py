@@ -187,6 +187,8 @@ def analyse(
     callers: dict[int, list[Execution]] = {}
     calls: dict[int, list[Call]] = {}
     pending: list[tuple[Execution, Admitted]] = []
+    weak: set[tuple[int, int]] = set()
+    """Possible self-calls made while a known caller of the model was open."""
     for parent in long_open:
         for req in inst.open_after(parent.start_ns, _MIN_CALL_AGE_NS):
             if req.execution is parent:
@@ -200,7 +202,9 @@ def analyse(
                     o.model in called_by.get(req.model, ()) and o.start_ns < req.prepared_ns
                     for o in long_open
                 ):
-                    continue  # a known caller of the model was open: its call, not a self-call
+                    # A known caller of the model was open: likelier its call, unless the
+                    # batch waits on nothing else (decided below, once its calls are known).
+                    weak.add((id(parent), id(req)))
             elif (
                 parent.model in learned
                 and req.model not in learned[parent.model]
@@ -209,6 +213,16 @@ def analyse(
                 continue
             callers.setdefault(id(req), []).append(parent)
             pending.append((parent, req))
+    # A self-call behind an open known caller is kept only for a batch with no other call:
+    # a BLS child that calls itself (foreign ch_self_deadlock) has its parent open, but while
+    # it waits on a child of its own it is not issuing a call to itself (ch_leaf_hang).
+    others = {id(p) for p, r in pending if r.model != p.model}
+    dropped = {(ip, ir) for ip, ir in weak if ip in others}
+    if dropped:
+        pending = [(p, r) for p, r in pending if (id(p), id(r)) not in dropped]
+        for ip, ir in dropped:
+            callers[ir] = [c for c in callers[ir] if id(c) != ip]
+        callers = {rid: cands for rid, cands in callers.items() if cands}
     # A call that a learned edge explains is that caller's: a batch let in only because the
     # request is unexplained (a path only a fault takes) is dropped beside it. Otherwise a
     # stuck leaf that started just before its grandparent's next calls was taken for their

@@ -33,11 +33,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "ch_self_deadlock": "ch_planner (1 instance) exec()s ch_planner: the queued self-call "
-    "(admitted 0.8 ms after ch_planner_0_0 started) is skipped by waits.analyse because a "
-    "known caller of ch_planner (ch_gateway, learned) was open and started before it ('its "
-    "call, not a self-call'), so no bls_deadlock; only hung_request on ch_gateway, which "
-    "says its ch_planner call is executing, not that ch_planner waits on itself",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
