@@ -50,9 +50,6 @@ _CALLEE_SHARE = 0.3
 """A callee's requests are admitted during at least this share of the caller's batches..."""
 _STEP_END_NS = 2_000_000
 """An ensemble's next step is admitted within this of the previous step's end (``origins.py``)."""
-_GRANDCHILD_SHARE = 0.9
-"""...unless nearly all of them are admitted while a learned callee of the caller, which
-learned the same callee, is executing: then they are the callee's own calls."""
 _CALLEE_OVER_CHANCE = 3.0
 """...and this many times more often than its arrival rate alone would put one there."""
 
@@ -365,42 +362,6 @@ def _learn_callees(inst: Instances) -> dict[str, set[str]]:
             if k / n >= _CALLEE_SHARE
             and k / n >= min(1.0, _CALLEE_OVER_CHANCE * chance_per_s * rate[callee])
         }
-    return _without_grandchildren(out, inst, admitted)
-
-
-def _without_grandchildren(
-    learned: dict[str, set[str]], inst: Instances, admitted: list[tuple[int, str]]
-) -> dict[str, set[str]]:
-    """``A -> C`` dropped where ``A -> B -> C`` is learned too and C's requests admitted
-    during A's batches nearly all fall within one of B's: the child's calls, not A's (foreign
-    ch_healthy learned ``ch_gateway -> ch_worker`` through ``ch_planner``)."""
-    spans: dict[str, list[tuple[int, int]]] = {}
-    for e in inst.executions:
-        if e.end_ns is not None:
-            spans.setdefault(e.model, []).append((e.start_ns, e.end_ns))
-    for model_spans in spans.values():
-        model_spans.sort()
-
-    def inside(at: int, model: str) -> bool:
-        ranges = spans.get(model, [])
-        i = bisect_right(ranges, (at, 1 << 62))
-        return any(start <= at <= end for start, end in ranges[max(0, i - 8) : i])
-
-    out = {a: set(cs) for a, cs in learned.items()}
-    for a, children in learned.items():
-        for c in children:
-            via = [b for b in children if b != c and c in learned.get(b, ())]
-            if not via:
-                continue
-            seen = through = 0
-            for start, end in spans.get(a, []):
-                lo, hi = bisect_right(admitted, (start, "")), bisect_right(admitted, (end, "~"))
-                for at, model in admitted[lo:hi]:
-                    if model == c:
-                        seen += 1
-                        through += any(inside(at, b) for b in via)
-            if seen and through >= _GRANDCHILD_SHARE * seen:
-                out[a].discard(c)
     return out
 
 
