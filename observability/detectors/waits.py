@@ -216,7 +216,10 @@ def analyse(
     # A self-call behind an open known caller is kept only for a batch with no other call:
     # a BLS child that calls itself (foreign ch_self_deadlock) has its parent open, but while
     # it waits on a child of its own it is not issuing a call to itself (ch_leaf_hang).
+    # Nor for a model never seen calling anything (a leaf): a hung leaf's batch is followed
+    # by its callers' queued calls, not by calls of its own (the demo's stuck detector).
     others = {id(p) for p, r in pending if r.model != p.model}
+    others |= {id(p) for p, _ in pending if not learned.get(p.model, {""})}
     dropped = {(ip, ir) for ip, ir in weak if ip in others}
     if dropped:
         pending = [(p, r) for p, r in pending if (id(p), id(r)) not in dropped]
