@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from observability import events as ev
-from observability.detectors.instances import build_instances
+from observability.detectors.instances import Instances, instances_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -42,23 +42,14 @@ class Execution:
         return (self.end_ns - self.start_ns) / 1e9
 
 
-def executions(records: list[object], until_ns: int) -> list[Execution]:
+def executions(inst: Instances) -> list[Execution]:
     """Completed executions, in start order, as :mod:`instances` reads them (two versions
     served at once share instance names; a reload's unload ends the old copy's batches)."""
-    done = [e for e in build_instances(records, until_ns).executions if e.end_ns is not None]
+    done = [e for e in inst.executions if e.end_ns is not None]
     return sorted(
         (Execution(e.model, e.instance, e.start_ns, e.end_ns or 0, e.offset) for e in done),
         key=lambda e: e.start_ns,
     )
-
-
-def versions_of(records: list[object]) -> dict[str, set[int]]:
-    """Model -> the versions its requests were prepared for."""
-    out: dict[str, set[int]] = {}
-    for rec in records:
-        if isinstance(rec, ev.RequestPrepared) and rec.version is not None:
-            out.setdefault(rec.model, set()).add(rec.version)
-    return out
 
 
 @dataclass
@@ -97,8 +88,9 @@ class ColdStart:
         if not loads:
             return []
         runs: dict[str, list[Execution]] = {}
-        versions = versions_of(records)
-        for e in executions(records, window.until_ns):
+        inst = instances_of(window)
+        versions = inst.versions
+        for e in executions(inst):
             runs.setdefault(e.model, []).append(e)
         worst: dict[str, Finding] = {}
         for load in loads:

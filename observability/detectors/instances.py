@@ -100,6 +100,9 @@ class Instances:
     instanceless: frozenset[str] = frozenset()
     """Models with requests but no instance seen executing: ensembles (their steps run on
     other models' instances), or a model idle for the whole window."""
+    versions: dict[str, set[int]] = field(default_factory=dict)
+    """Model -> the versions its requests were prepared for (two served at once share
+    instance names)."""
 
     def busy(self, model: str) -> list[Execution]:
         return [e for e in self.open.values() if e.model == model]
@@ -249,7 +252,15 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
     queued = {m: list(q) for m, q in queues.items() if m in model_instances and q}
     instanceless = frozenset(m for m, q in queues.items() if q and m not in model_instances)
     return Instances(
-        executions, open_, model_instances, queued, last_start, last_end, until_ns, instanceless
+        executions,
+        open_,
+        model_instances,
+        queued,
+        last_start,
+        last_end,
+        until_ns,
+        instanceless,
+        versions,
     )
 
 
