@@ -7,7 +7,6 @@ the same rules ``watch`` applies live.
 
 from __future__ import annotations
 
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from observability import events as ev
 from observability.bundle import Bundle, BundleError, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
 from observability.bundle.layout import NoMetaError
-from observability.bundle.loose import open_loose, open_loose_archive
+from observability.bundle.loose import is_tar, open_loose, open_loose_archive
 from observability.detectors import Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
@@ -82,7 +81,7 @@ def _open(root: Path) -> Bundle:
             return open_loose_archive(root)
         return open_loose(root)
     except BundleError:
-        if root.is_file() and not tarfile.is_tarfile(root):
+        if root.is_file() and not is_tar(root):
             return open_loose(root)
         raise
 

@@ -259,6 +259,9 @@ class _Extractor:
         if member.size > self.limits.log_bytes:
             raise self.refuse(name, f"is over the {self.limits.log_bytes:,}-byte limit")
         if self.loose:
+            if not parts:  # "." or "./": a file with no name of its own
+                self.skip(name, "has no file name")
+                return padded
             rel, part, limit = self._flat(parts), "loose", self.limits.log_bytes
         else:
             in_layout = self._in_layout(parts)

@@ -32,6 +32,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
@@ -41,7 +42,7 @@ from typing import BinaryIO
 from observability.bundle.archive import extract_archive
 from observability.bundle.layout import LIMITS, Bundle, BundleError, BundleMeta, Limits
 
-__all__ = ["kind_of", "open_loose", "open_loose_archive"]
+__all__ = ["is_tar", "kind_of", "open_loose", "open_loose_archive"]
 
 _SNIFF_BYTES = 64 * 1024
 _STAMP = re.compile(rb"[IWEF]?(\d{4} \d\d:\d\d:\d\d\.\d{6}) +\d+ [^\s:\]]+:\d+\] ")
@@ -63,6 +64,8 @@ _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 _ROTATION_SLACK_S = 1.0
 """A generation's last line may share its second with the next one's first."""
 _CHUNK = 1 << 20
+_DAMAGED = (OSError, EOFError, lzma.LZMAError, zlib.error)
+"""What a damaged gzip, bzip2 or xz stream raises while it is read."""
 _MAX_DEPTH = 3
 _UNIX_MS = re.compile(r"(1[0-9]{12})\.(?:prom|json|txt)")
 """2001-09-09 to 2033-05-18 in milliseconds."""
@@ -273,11 +276,12 @@ def _decompressed(
     damaged stream (what came out before the damage is kept), or more than a log may hold."""
     try:
         with opener(file) as src:
-            if tarfile.is_tarfile(file) or _is_tar(src.read(512)):
-                notes.append(f"skipped {file.name}: an archive inside the folder (open it alone)")
-                return None
-    except (OSError, EOFError, lzma.LZMAError) as err:
+            src.read(512)  # a stream damaged from its start holds nothing to read
+    except _DAMAGED as err:
         notes.append(f"skipped {file.name}: cannot be decompressed ({err})")
+        return None
+    if is_tar(file):  # told through the compression, by its first header
+        notes.append(f"skipped {file.name}: an archive inside the folder (open it alone)")
         return None
     name = file.name
     for suffix in _COMPRESSED_SUFFIXES:
@@ -294,13 +298,18 @@ def _decompressed(
                     notes.append(f"{file.name}: read up to {limits.log_bytes} bytes, its limit")
                     break
                 dst.write(chunk)
-    except (OSError, EOFError, lzma.LZMAError) as err:
+    except _DAMAGED as err:
         notes.append(f"{file.name}: damaged after {copied} bytes ({err}); read what came before")
     return out
 
 
-def _is_tar(block: bytes) -> bool:
-    return len(block) == 512 and block[257:262] == b"ustar"
+def is_tar(path: Path) -> bool:
+    """Whether ``path`` starts as a tar archive, compressed or not; a stream too damaged to
+    tell is no archive (what it holds is read as a file, up to the damage)."""
+    try:
+        return tarfile.is_tarfile(path)
+    except _DAMAGED:
+        return False
 
 
 def _one_log(

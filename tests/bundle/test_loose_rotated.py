@@ -183,3 +183,27 @@ def test_a_kept_store_judges_gathered_files_at_the_same_instant(log: Path, tmp_p
     kept = keys(store_path=tmp_path / "kept.db")
     assert kept == keys()
     assert any(k[:2] == HUNG and "(25.0 s" in k[2] for k in kept), kept  # the log's end
+
+
+def test_gathered_archives_that_fuzzing_broke_are_clear_errors(log: Path, tmp_path: Path) -> None:
+    """Found by tests/bundle/test_bundle_fuzz.py: a member named "." (IndexError before) and
+    a compressed stream damaged so that tarfile cannot tell what it is (EOFError, zlib.error
+    before): each is a BundleError that says why."""
+    dotted = tmp_path / "dot.tar"
+    with tarfile.open(dotted, "w") as tar:
+        info = tarfile.TarInfo(".")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"abc"))
+    with pytest.raises(BundleError, match="holds no Triton log"):
+        analyze_bundle(dotted)
+    whole = tmp_path / "whole.tar.gz"
+    with tarfile.open(whole, "w:gz") as tar:
+        tar.add(log, arcname="logs/triton.log")
+    data = whole.read_bytes()
+    for name, damaged in (
+        ("cut.tar.gz", data[:40]),
+        ("flipped.tar.gz", data[:20] + bytes([data[20] ^ 0x5A]) + data[21:200]),
+    ):
+        (tmp_path / name).write_bytes(damaged)
+        with pytest.raises(BundleError):
+            analyze_bundle(tmp_path / name)
