@@ -136,8 +136,7 @@ class HungRequestDetector:
             f"batch past its {deadline:g} s deadline without releasing it: {held}"
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
-        plain = callees(waits.instances).get(model) == set()
-        summary += "; " + _describe_calls(calls, now, self.max_children_named, plain)
+        summary += "; " + _describe_calls(calls, now, self.max_children_named, waits, model)
         last = None if calls else last_call(window, waits.instances, stuck)
         if last is not None:
             summary += "; " + last.describe()
@@ -199,8 +198,7 @@ class HungRequestDetector:
             if len(waits) > self.max_children_named:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
-            plain = callees(analysis.instances).get(model) == set()
-            summary += "; " + _describe_calls(calls, now, self.max_children_named, plain)
+            summary += "; " + _describe_calls(calls, now, self.max_children_named, analysis, model)
         last = None
         if not waits and not calls and execution is not None:
             last = last_call(window, analysis.instances, [execution])
@@ -291,12 +289,12 @@ def _executions_by_id(waits: Waits) -> dict[str, Execution]:
     return {rid: e for e in waits.instances.open.values() for rid in e.ids}
 
 
-def _describe_calls(calls: list[Call], now: int, limit: int, calls_none: bool = False) -> str:
+def _describe_calls(calls: list[Call], now: int, limit: int, waits: Waits, model: str) -> str:
     """What an id-less wait is on, each open call once, grouped by the model called; never
-    claims no call is open when one may be. ``calls_none``: the model's completed batches
-    were never seen calling another model (a plain model, an ensemble step): BLS wording
-    would send its user looking for calls it does not make."""
-    if not calls and calls_none:
+    claims no call is open when one may be. A model whose completed batches were never seen
+    calling another (a plain model, an ensemble step) is told so: BLS wording would send its
+    user looking for calls it does not make."""
+    if not calls and callees(waits.instances).get(model) == set():
         return (
             "it makes no BLS calls (none in its completed batches), so its own execute is "
             "stuck (a blocking wait, a lock, an endless loop) or it never returned a response"
