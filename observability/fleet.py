@@ -38,7 +38,7 @@ from prometheus_client.samples import Sample
 from observability.collect.selfmetrics import serve_http
 from observability.findings import Finding
 from observability.store import StoreError
-from observability.watch import WatchConfig, Watcher
+from observability.watch import WatchConfig, Watcher, until_next_pass
 
 __all__ = [
     "LABEL_NAMES",
@@ -227,6 +227,7 @@ class FleetConfig:
     port: int | None = 9464
     host: str = "127.0.0.1"
     detect_interval_s: float = 1.0
+    rescan_s: float = RESCAN_S
 
 
 class FleetWatcher:
@@ -360,13 +361,13 @@ class FleetWatcher:
     ) -> None:
         self.start()
         deadline = None if duration_s is None else time.monotonic() + duration_s
-        next_scan = time.monotonic() + RESCAN_S
+        next_scan = time.monotonic() + self.cfg.rescan_s
         try:
-            while not self._stop.wait(self.cfg.detect_interval_s):
+            while not self._stop.wait(until_next_pass(self.cfg.detect_interval_s, deadline)):
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 if time.monotonic() >= next_scan:
-                    next_scan = time.monotonic() + RESCAN_S
+                    next_scan = time.monotonic() + self.cfg.rescan_s
                     added, gone = self.rescan()
                     if (added or gone) and on_targets is not None:
                         on_targets(added, gone)

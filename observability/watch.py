@@ -28,6 +28,14 @@ from observability.store import Store, StoreError
 __all__ = ["WatchConfig", "WatchView", "Watcher"]
 
 
+def until_next_pass(interval_s: float, deadline: float | None) -> float:
+    """A ``--duration`` shorter than the detection interval ends on time: the wait is cut at
+    the deadline (``watch --duration 0.5`` took 2 s, the default interval)."""
+    if deadline is None:
+        return interval_s
+    return max(0.0, min(interval_s, deadline - time.monotonic()))
+
+
 @dataclass
 class WatchConfig:
     collect: CollectConfig
@@ -159,7 +167,10 @@ class Watcher:
         collector.start()
         deadline = None if duration_s is None else time.monotonic() + duration_s
         try:
-            while not self._stop.wait(self.cfg.detect_interval_s) and collector.is_alive():
+            while (
+                not self._stop.wait(until_next_pass(self.cfg.detect_interval_s, deadline))
+                and collector.is_alive()
+            ):
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 try:

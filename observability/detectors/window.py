@@ -36,10 +36,20 @@ class Window:
     def _logs(self) -> list[object]:
         if self.store is not None:
             return list(self.store.log_records(since_ns=self.since_ns, until_ns=self.until_ns + 1))
-        return sorted(
-            (e for e in self.events if _is_log(e) and self.since_ns <= _at(e) <= self.until_ns),
-            key=_at,
-        )
+        since, until, stub = self.since_ns, self.until_ns, ev.StubOutput
+        timed: list[tuple[int, object]] = []
+        for e in self.events:  # each event's time read once: analyze's windows hold every line
+            header = getattr(e, "header", None)
+            if header is not None:
+                at = header.at_ns
+            elif isinstance(e, stub):
+                at = e.at_ns
+            else:
+                continue
+            if since <= at <= until:
+                timed.append((at, e))
+        timed.sort(key=_first)  # stable: records of one instant keep the file's order
+        return [e for _, e in timed]
 
     @overload
     def logs(self) -> list[object]: ...
@@ -144,10 +154,5 @@ class Window:
         ]
 
 
-def _is_log(event: object) -> bool:
-    return hasattr(event, "header") or isinstance(event, ev.StubOutput)
-
-
-def _at(event: object) -> int:
-    header = getattr(event, "header", None)
-    return int(header.at_ns if header is not None else getattr(event, "at_ns", 0))
+def _first(pair: tuple[int, object]) -> int:
+    return pair[0]

@@ -175,9 +175,9 @@ def test_capture_keeps_otlp_requests_and_ingest_reads_them(tmp_path: Path) -> No
             span.set_attribute("triton.child.model", "detector")
         provider.shutdown()
 
-    timer = threading.Timer(0.6, export)
+    timer = threading.Timer(0.3, export)
     timer.start()
-    result = capture(CaptureConfig(out=out, otlp_port=port, duration_s=2.5, interval_s=0.5))
+    result = capture(CaptureConfig(out=out, otlp_port=port, duration_s=1.5, interval_s=0.5))
     timer.join(timeout=20)
     assert result.otlp_url.endswith(str(port))
     assert list((out / "otlp").glob("*.json"))

@@ -326,7 +326,7 @@ def test_watch_prints_hostile_findings_as_text(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "observability.cli", "watch", "--log", str(log),
          "--store", str(tmp_path / "store.db"), "--port", "0", "--deadline", "1",
-         "--duration", "4"],
+         "--duration", "2.5"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
         env=dict(os.environ, COLUMNS="300"),
     )  # fmt: skip

@@ -68,7 +68,7 @@ def serving(
                     f"{args[0]} listened on {running.sockets}, expected {expected} sockets; "
                     f"exit {proc.poll()}\n{out.read_text()}\n{err.read_text()}"
                 )
-            time.sleep(0.2)
+            time.sleep(0.05)
             running.sockets = listeners(proc.pid)
         time.sleep(0.5)  # a late extra listener (a library's debug port) must be seen too
         running.sockets = listeners(proc.pid)
