@@ -4,7 +4,8 @@
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
-``repos/vision``, ``repos/stateful``, ``repos/chain``: not the demo's names, shapes or id
+``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``: not the demo's names,
+shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
 whole window, injects its fault while the product's own ``capture`` records, and leaves in
@@ -84,7 +85,7 @@ class Injection:
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful`` or ``chain``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain`` or ``rag``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -743,6 +744,103 @@ _CHAIN = (
     ),
 )
 
+_RAG_EMBED_HANG: dict[str, str | int | float] = {"rag_fault": "embed_hang", "embed_hang_s": 300}
+_RAG_EMBED_HANG_TEXT = (
+    "one request whose rag_embed batch never returns (a stuck forward pass): its "
+    "rag_orchestrator instance awaits the gathered embed call forever (the generator's "
+    "stream of the same request ends normally); the other orchestrator instance and the "
+    "two other embed instances keep serving"
+)
+_RAG_ONE_ALERT = (
+    "One hang, one alert: `hung_request` is expected on the ensemble step that holds the "
+    "request (rag_orchestrator, the BLS parent), and it must name the child that is stuck "
+    "(`mentions` in expected.json), as in ocr_backbone_hang and asr_beam_stall."
+)
+
+_RAG = (
+    Scenario(
+        "rag_healthy",
+        "rag",
+        "the RAG pipeline (an ensemble: rag_tokenize, dynamic batching, then rag_orchestrator, "
+        "python BLS with async execute, 2 instances, which gathers an async_exec call to "
+        "rag_embed, dynamic batching, 3 instances, and an async_exec(decoupled=True) stream "
+        "from rag_generate, decoupled, 1 instance) under a healthy id-less load, verbose "
+        "log: the twin of every rag_* fault",
+        (),
+    ),
+    Scenario(
+        "rag_healthy_quiet",
+        "rag",
+        "the RAG pipeline under a healthy id-less load, without --log-verbose: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "rag_generate_stall",
+        "rag",
+        "one request whose decoupled rag_generate stream sends 2 of its 6 pieces and returns "
+        "without the final flag (the sender kept in a session table): the orchestrator's "
+        "`for` over the stream never ends, so its instance and the ensemble request "
+        "wait forever; the generator itself keeps serving",
+        (("hung_request", "rag_orchestrator"),),
+        injections=(
+            Injection(
+                5, 1, {"rag_fault": "generate_stall"}, 60, "rag_generate stops after 2 pieces"
+            ),
+        ),
+        note=_RAG_ONE_ALERT,
+    ),
+    Scenario(
+        "rag_embed_hang",
+        "rag",
+        _RAG_EMBED_HANG_TEXT,
+        (("hung_request", "rag_orchestrator"),),
+        injections=(Injection(5, 1, _RAG_EMBED_HANG, 60, "rag_embed sleeps 300 s in execute"),),
+        note=_RAG_ONE_ALERT,
+    ),
+    Scenario(
+        "rag_prompt_growth",
+        "rag",
+        "one request switches on a bug in the rag_orchestrator instance that serves it: from "
+        "then on it keeps the conversation context across requests and appends the new "
+        "pieces and the whole kept context to it on every request, so CONTEXT_IDS [1, n] "
+        "more than doubles per request (up to 8192 ids)",
+        (("shape_growth", "rag_orchestrator"),),
+        injections=(Injection(5, 1, {"rag_fault": "grow"}, 60, "orchestrator context grows"),),
+    ),
+    Scenario(
+        "rag_cold_start",
+        "rag",
+        "EMBED_COLD_START_S=4, model control explicit: the server is up and warmed (2 "
+        "requests) before the capture starts, so the bundle's log lacks the first load; 5 s "
+        "in, rag_embed is loaded again through the repository API (with an edited config "
+        "parameter, as a deploy does) and each new instance's first execute takes 4 s",
+        (("cold_start", "rag_embed"),),
+        env={"EMBED_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=2,
+        injections=(
+            Injection(5, 1, {}, 60, "reload rag_embed (repository API)", "reload", "rag_embed"),
+        ),
+    ),
+    Scenario(
+        "rag_embed_hang_quiet",
+        "rag",
+        "without --log-verbose and without trace files: two requests, 1 s apart, whose "
+        "rag_embed batch never returns hold both rag_orchestrator instances (each awaiting "
+        "its gathered embed call); the healthy load queues at rag_orchestrator",
+        (("model_stalled", "rag_orchestrator"),),
+        log_verbose=0,
+        trace=False,
+        injections=tuple(
+            Injection(at, 1, _RAG_EMBED_HANG, 60, "rag_embed sleeps 300 s in execute")
+            for at in (5, 6)
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -853,6 +951,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_VISION,
         *_STATEFUL,
         *_CHAIN,
+        *_RAG,
     )
 }
 
@@ -922,6 +1021,10 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"RAW": rng.standard_normal(6).astype(np.float32)}
     if repo == "chain":  # one query of 3 sub-queries of 4; no batch dimension (ch_gateway: 0)
         return {"QUERY": rng.standard_normal(12).astype(np.float32)}
+    if repo == "rag":  # a batch of one question of 4 to 15 words (the ensemble is batched)
+        n = int(rng.integers(4, 16))
+        text = " ".join(f"q{int(x)}" for x in rng.integers(0, 2000, size=n))
+        return {"QUESTION": np.array([[text.encode()]], dtype=np.object_)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -942,6 +1045,8 @@ def _send(
         return client.infer("vis_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "chain":
         return client.infer("ch_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "rag":
+        return client.infer("rag_pipeline", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -953,6 +1058,7 @@ _PAUSE_S = {
     "vision": 0.2,
     "stateful": 0.2,
     "chain": 0.2,
+    "rag": 0.2,
 }
 
 
@@ -1276,6 +1382,7 @@ _LOAD_TEXT = {
     "first step and `sequence_end` on the last, each client pinned to one version of "
     "sess_tracker",
     "chain": "`ch_gateway` infer, a random QUERY [12]",
+    "rag": "`rag_pipeline` infer, a random QUESTION [1, 1] (one string of 4 to 15 words)",
 }
 
 
