@@ -304,12 +304,27 @@ def _describe_calls(calls: list[Call], now: int, limit: int, waits: Waits, model
             "no BLS call of it has been open for more than 0.5 s: its execute is stuck or a "
             "response it awaits was never sent"
         )
-    by_model: dict[str, list[Call]] = {}
+    by_model: dict[tuple[str, Execution | None], list[Call]] = {}
     for call in _distinct(calls):
-        by_model.setdefault(call.request.model, []).append(call)
+        by_model.setdefault((call.request.model, _through(call, model)), []).append(call)
     return "it waits on " + "; ".join(
-        _describe_group(model, group, now, limit) for model, group in by_model.items()
+        _describe_group(callee, group, now, limit) + _via_text(via, now)
+        for (callee, via), group in by_model.items()
     )
+
+
+def _through(call: Call, model: str) -> Execution | None:
+    """The batch of another model that issued a deeper call: a gateway waiting on a planner
+    that waits on a worker waits on the worker *through* the planner's batch, and telling it
+    as the gateway's own call sent users to the gateway's code."""
+    owner = call.owner
+    return owner if owner is not None and owner.model != model else None
+
+
+def _via_text(via: Execution | None, now: int) -> str:
+    if via is None:
+        return ""
+    return f", issued by {via.instance} of {via.model} (executing for {via.age_s(now):.1f} s)"
 
 
 def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
