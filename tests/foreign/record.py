@@ -64,7 +64,8 @@ class Injection:
     action: str = "request"
     """``request`` (send ``params``), ``kill_stub`` (SIGKILL the python stub of the model
     instance ``target``, found by its command line), ``reload`` (load the model ``target``
-    again through the repository API: needs ``model_control="explicit"``) or ``swap_config``
+    again through the repository API, ``params`` added to its config's parameters as string
+    values: needs ``model_control="explicit"``) or ``swap_config``
     (write ``source`` over ``target``'s config.pbtxt in the served copy of the repository,
     then load ``target`` again, as an operator deploying an edited config does: needs
     ``model_control="explicit"``)."""
@@ -757,6 +758,28 @@ _RAG_ONE_ALERT = (
     "(`mentions` in expected.json), as in ocr_backbone_hang and asr_beam_stall."
 )
 
+_RAG_RAISES = Injection(
+    5,
+    1,
+    {"retrieve_top_k": 8},
+    60,
+    "reload rag_orchestrator with retrieve_top_k (repository API)",
+    "reload",
+    "rag_orchestrator",
+)
+_RAG_RAISES_TEXT = (
+    "model control explicit; 5 s in, rag_orchestrator is loaded again through the repository "
+    "API with a new config parameter retrieve_top_k=8 (a deploy): its _retrieve helper "
+    "slices with the parameter's string value, so from then on every request raises "
+    "TypeError in execute (bad operand type for unary -: 'str'), whoever sends it; the "
+    "healthy load continues and fails"
+)
+_RAG_RAISES_NOTE = (
+    "One bug, one alert: `model_failing` is expected on the model whose execute raises "
+    "(rag_orchestrator; the ensemble rag_pipeline fails with it), and it must name the "
+    "exception (`mentions` in expected.json)."
+)
+
 _RAG = (
     Scenario(
         "rag_healthy",
@@ -838,6 +861,26 @@ _RAG = (
             Injection(at, 1, _RAG_EMBED_HANG, 60, "rag_embed sleeps 300 s in execute")
             for at in (5, 6)
         ),
+    ),
+    Scenario(
+        "rag_orchestrator_raises",
+        "rag",
+        f"{_RAG_RAISES_TEXT}, verbose log",
+        (("model_failing", "rag_orchestrator"),),
+        model_control="explicit",
+        injections=(_RAG_RAISES,),
+        note=_RAG_RAISES_NOTE,
+    ),
+    Scenario(
+        "rag_orchestrator_raises_quiet",
+        "rag",
+        f"without --log-verbose and without trace files: {_RAG_RAISES_TEXT}",
+        (("model_failing", "rag_orchestrator"),),
+        log_verbose=0,
+        trace=False,
+        model_control="explicit",
+        injections=(_RAG_RAISES,),
+        note=_RAG_RAISES_NOTE,
     ),
 )
 
@@ -1153,6 +1196,8 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
                     config = client.model_config(inj.target)
                     params = config.setdefault("parameters", {})
                     params["deployed_at"] = {"string_value": f"{time.time():.0f}"}
+                    for key, value in inj.params.items():  # what the deploy changes
+                        params[key] = {"string_value": str(value)}
                     client.load_model(inj.target, config=json.dumps(config))
                 status, error = "ok", ""
             except Exception as err:  # the outcome is reported, not raised
@@ -1481,6 +1526,8 @@ def _injected(i: Injection) -> str:
     params = ", ".join(f"{k}={v}" for k, v in sorted(i.params.items()))
     if i.action == "swap_config":
         return f"(swap_config {i.target}: config.pbtxt := `tests/foreign/{i.source}`, then load)"
+    if i.action == "reload" and params:
+        return f"(reload {i.target}, config parameters {params})"
     if i.action != "request":
         return f"({i.action} {i.target})"
     ids = ", with request ids `fault-<client>-<n>`" if i.request_ids else ""

@@ -20,6 +20,13 @@ embedding retrieves. BLS children carry no request id. Faults, request parameter
   appends the new pieces and the whole kept context to the kept context instead of starting
   again, so CONTEXT_IDS (more than) doubles per request (kept to its last 8192 ids so the host
   survives).
+
+A config parameter switches on a deploy bug (every request fails, whatever it carries):
+
+* ``retrieve_top_k``: how many passage ids the embedding retrieves (default 8). Config
+  parameters are strings, and ``_retrieve`` slices with the value as given, so a config that
+  sets it makes every request raise ``TypeError: bad operand type for unary -: 'str'`` in
+  ``_retrieve`` (``rag_orchestrator_raises`` deploys it through the repository API).
 """
 
 import asyncio
@@ -30,6 +37,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 _MAX_CONTEXT = 8192
+_TOP_K = 8
 
 
 def _params(request):
@@ -40,6 +48,17 @@ def _params(request):
     return params if isinstance(params, dict) else {}
 
 
+def _top_k(model_config):
+    """The ``retrieve_top_k`` config parameter, or the default."""
+    value = model_config.get("parameters", {}).get("retrieve_top_k", {}).get("string_value")
+    return _TOP_K if value is None else value  # the bug: a string, never converted to int
+
+
+def _retrieve(emb, top_k):
+    """The ids of the ``top_k`` passages nearest the embedding."""
+    return (np.argsort(emb)[-top_k:] + 1000).astype(np.int64)
+
+
 def _error(text):
     return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"rag_orchestrator: {text}"))
 
@@ -48,6 +67,7 @@ class TritonPythonModel:
     def initialize(self, args):
         self.growing = False
         self.context = np.zeros(0, dtype=np.int64)
+        self.top_k = _top_k(json.loads(args["model_config"]))
 
     async def _embed(self, ids, params):
         response = await pb_utils.InferenceRequest(
@@ -97,7 +117,7 @@ class TritonPythonModel:
             )
         except RuntimeError as err:
             return _error(str(err))
-        retrieved = (np.argsort(emb)[-8:] + 1000).astype(np.int64)
+        retrieved = _retrieve(emb, self.top_k)
         answer = np.array(pieces or [0], dtype=np.int64)
         if self.growing:
             if self.context.size == 0:
