@@ -391,6 +391,23 @@ CATALOGUE: tuple[Pathology, ...] = (
         ),
     ),
     Pathology(
+        "model_failing",
+        "critical",
+        "Every request to a model fails: its own execute raises",
+        "ModelFailing",
+        "TritonModelFailing",
+        "findings.rules.yml",
+        ("nv_inference_request_failure", "nv_inference_request_success"),
+        (),
+        "tests/detectors/test_model_failing.py",
+        needs=(frozenset({"log", "metrics"}),),
+        sight=Sight(
+            _YES,
+            ("yes", "the python backend logs each raised exception at any verbosity"),
+            _YES,
+        ),
+    ),
+    Pathology(
         "target_down",
         "critical",
         "Triton's /metrics or /v2/models/stats cannot be reached",

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
-from observability.detectors.stub_unhealthy import failing
+from observability.detectors.backend_failures import failing
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 

@@ -19,6 +19,7 @@ from observability.detectors.cold_start import ColdStart
 from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
 from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
+from observability.detectors.model_failing import ModelFailing
 from observability.detectors.model_stalled import ModelStalled
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.detectors.stream_stalled import StreamStalled
@@ -42,6 +43,7 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             ShapeGrowthDetector,
             ColdStart,
             StubUnhealthyDetector,
+            ModelFailing,
             TargetDown,
             ModelStalled,
             StreamStalled,

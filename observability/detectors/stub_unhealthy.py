@@ -22,17 +22,21 @@ import re
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.backend_failures import (
+    FAILURES,
+    SUCCESSES,
+    Failing,
+    failing,
+    model_of_instance,
+    raised,
+)
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["Failing", "StubUnhealthyDetector", "failing", "model_of_instance"]
-
-FAILURES = "nv_inference_request_failure"
-SUCCESSES = "nv_inference_request_success"
+__all__ = ["StubUnhealthyDetector", "model_of_instance"]
 
 _REPORTER = re.compile(r"for model '([^']+)'")
-_INSTANCE = re.compile(r"_\d+_\d+$")
 
 ADVICE = (
     "A python stub of this instance died (killed by the OOM killer or a signal, or crashed in "
@@ -42,59 +46,6 @@ ADVICE = (
     "and on the model's failure and error-response rates, not on /v2/health alone. Lower the "
     "stub's memory (shm-default-byte-size, batch sizes) if it was OOM-killed."
 )
-
-
-@dataclass(frozen=True)
-class Failing:
-    """A model whose every request failed in its backend over a trailing run of scrapes."""
-
-    model: str
-    target: str
-    since_ns: int
-    last_ns: int
-    failures: float
-    successes: float
-    """The success counter, unchanged through the run."""
-
-
-def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
-    """Models whose backend failures rose and successes did not, from the last scrape back."""
-    fails: dict[tuple[str, str], dict[int, float]] = {}
-    for target, at, s in window.samples(FAILURES):
-        reason = s.label("reason")
-        if reason and reason != "BACKEND":
-            continue
-        per = fails.setdefault((target, s.label("model")), {})
-        per[at] = per.get(at, 0.0) + s.value
-    oks: dict[tuple[str, str], dict[int, float]] = {}
-    for target, at, s in window.samples(SUCCESSES):
-        per = oks.setdefault((target, s.label("model")), {})
-        per[at] = per.get(at, 0.0) + s.value
-    out = []
-    for (target, model), points in fails.items():
-        series = sorted(points.items())
-        ok = oks.get((target, model), {})
-        end = len(series) - 1
-        start = end
-        while start > 0:
-            (at0, f0), (at1, f1) = series[start - 1], series[start]
-            if f1 < f0 or ok.get(at1, 0.0) != ok.get(at0, 0.0):
-                break  # a reset, or a success: the run of failures-only starts after it
-            start -= 1
-        risen = series[end][1] - series[start][1]
-        if end > start and risen >= min_failures:
-            out.append(
-                Failing(
-                    model, target, series[start][0], series[end][0], risen,
-                    ok.get(series[end][0], 0.0),
-                )
-            )  # fmt: skip
-    return out
-
-
-def model_of_instance(instance: str) -> str:
-    """``router_0_7`` -> ``router``: Triton names instances ``<model>_<group>_<index>``."""
-    return _INSTANCE.sub("", instance) if _INSTANCE.search(instance) else instance
 
 
 @dataclass
@@ -108,7 +59,7 @@ class StubUnhealthyDetector:
     def detect(self, window: Window) -> list[Finding]:
         lines = window.logs(ev.StubHealth)
         found = self._from_log(window, lines) if lines else []
-        named = {f.model for f in found}
+        named = {f.model for f in found} | set(raised(window))  # those are model_failing
         python = {
             r.model
             for r in window.logs(ev.InstanceExecuting)

@@ -1,0 +1,133 @@
+"""A model's backend failing its requests: what ``stub_unhealthy`` and ``model_failing`` tell apart.
+
+Why one module: on ``/metrics`` a dead python stub and an ``execute`` that raises look the same
+(``nv_inference_request_failure{reason="BACKEND"}`` rises while ``nv_inference_request_success``
+stands still), and only the log tells them apart. A raising execute makes the python backend
+write, at any verbosity, one error line per failed batch::
+
+    E1126 01:56:52.206042 1 pb_stub.cc:714] "Failed to process the request(s) for model
+    'rag_orchestrator_0_0', message: TypeError: 'async for' requires ...\n\nAt:\n
+    /models/rag_orchestrator/1/model.py(69): _generate\n ..."
+
+A dead stub writes nothing (the caller handled the error) or ``Stub process '<instance>' is not
+healthy`` (a ``StubHealth`` record, not an error line). Both detectors read both functions, so
+a model is reported once, by the kind that is true.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from observability import events as ev
+from observability.detectors.window import Window
+
+__all__ = ["FAILURES", "SUCCESSES", "Failing", "Raised", "failing", "model_of_instance", "raised"]
+
+FAILURES = "nv_inference_request_failure"
+SUCCESSES = "nv_inference_request_success"
+
+_INSTANCE = re.compile(r"_\d+_\d+$")
+_RAISED = re.compile(
+    r"Failed to process the request\(s\) for model '(?P<instance>[^']+)', "
+    r"message: (?P<message>.*)",
+    re.DOTALL,
+)
+_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*): ")
+_FRAME = re.compile(r"^\s*(?P<file>\S+?)\((?P<line>\d+)\): (?P<function>\S+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Failing:
+    """A model whose every request failed in its backend over a trailing run of scrapes."""
+
+    model: str
+    target: str
+    since_ns: int
+    last_ns: int
+    failures: float
+    successes: float
+    """The success counter, unchanged through the run."""
+
+
+def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
+    """Models whose backend failures rose and successes did not, from the last scrape back."""
+    fails: dict[tuple[str, str], dict[int, float]] = {}
+    for target, at, s in window.samples(FAILURES):
+        reason = s.label("reason")
+        if reason and reason != "BACKEND":
+            continue
+        per = fails.setdefault((target, s.label("model")), {})
+        per[at] = per.get(at, 0.0) + s.value
+    oks: dict[tuple[str, str], dict[int, float]] = {}
+    for target, at, s in window.samples(SUCCESSES):
+        per = oks.setdefault((target, s.label("model")), {})
+        per[at] = per.get(at, 0.0) + s.value
+    out = []
+    for (target, model), points in fails.items():
+        series = sorted(points.items())
+        ok = oks.get((target, model), {})
+        end = len(series) - 1
+        start = end
+        while start > 0:
+            (at0, f0), (at1, f1) = series[start - 1], series[start]
+            if f1 < f0 or ok.get(at1, 0.0) != ok.get(at0, 0.0):
+                break  # a reset, or a success: the run of failures-only starts after it
+            start -= 1
+        risen = series[end][1] - series[start][1]
+        if end > start and risen >= min_failures:
+            out.append(
+                Failing(
+                    model, target, series[start][0], series[end][0], risen,
+                    ok.get(series[end][0], 0.0),
+                )
+            )  # fmt: skip
+    return out
+
+
+def model_of_instance(instance: str) -> str:
+    """``router_0_7`` -> ``router``: Triton names instances ``<model>_<group>_<index>``."""
+    return _INSTANCE.sub("", instance) if _INSTANCE.search(instance) else instance
+
+
+@dataclass(frozen=True)
+class Raised:
+    """One error line of a batch whose ``execute`` raised (or returned an error for it)."""
+
+    line: ev.ErrorLine
+    instance: str
+    exception: str
+    """The exception's type as the stub printed it (``TypeError``), or ``""``."""
+    message: str
+    """Its first line, without the type."""
+    frames: tuple[str, ...]
+    """``file(line): function`` as the stub printed them under ``At:``: innermost first
+    (pybind11's order), so the first is where it was raised."""
+
+
+def raised(window: Window) -> dict[str, list[Raised]]:
+    """The error lines of raising executes in the window, by model, in time order."""
+    out: dict[str, list[Raised]] = {}
+    for line in window.logs(ev.ErrorLine):
+        if "Failed to process the request(s)" not in line.text:
+            continue
+        r = _raised(line)
+        if r is not None:
+            out.setdefault(model_of_instance(r.instance), []).append(r)
+    return out
+
+
+def _raised(line: ev.ErrorLine) -> Raised | None:
+    m = _RAISED.search(line.text)
+    if m is None or "is not healthy" in m.group("message").split("\n", 1)[0]:
+        return None  # a dead child's stub, told by the caller: stub_unhealthy's
+    body = m.group("message")
+    first, _, rest = body.partition("\n")
+    kind = _EXCEPTION.match(first)
+    exception = kind.group("type") if kind else ""
+    message = first[kind.end() :] if kind else first
+    frames = tuple(
+        f"{f.group('file')}({f.group('line')}): {f.group('function')}"
+        for f in _FRAME.finditer(rest)
+    )
+    return Raised(line, m.group("instance"), exception, message.strip(), frames)

@@ -1,0 +1,73 @@
+"""model_failing on real Triton 2.51 recordings of a pipeline it was not tuned on.
+
+``rag_orchestrator_raises`` (tests/fixtures/foreign, recorded by ``python -m
+tests.foreign.record``; see its PROVENANCE.md): from a few seconds in, the BLS step of a RAG
+ensemble raises on every request, with and without the verbose log. Its healthy twin
+``rag_healthy`` ran the same load. ``rec_stub_killed`` is the other cause of the same
+/metrics picture, a stub killed with SIGKILL: it must stay ``stub_unhealthy``.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from collectors.logs.parser import parse_bytes
+from observability.analyze import AnalysisResult, analyze_bundle
+from observability.detectors import Window
+from observability.detectors.backend_failures import raised
+from observability.findings import Finding, Severity
+
+FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+@cache
+def _analysis(name: str) -> AnalysisResult:
+    return analyze_bundle(FOREIGN / name / "bundle.tar.gz")
+
+
+def _of(name: str, kind: str) -> list[Finding]:
+    return [f for f in _analysis(name).findings if f.kind == kind]
+
+
+def _exception(name: str) -> str:
+    """The exception the scenario raises, as its expected.json ``mentions`` names it."""
+    expected = json.loads((FOREIGN / name / "expected.json").read_text())
+    return str(expected["mentions"][0][-1])
+
+
+@pytest.mark.parametrize("name", ["rag_orchestrator_raises", "rag_orchestrator_raises_quiet"])
+def test_a_model_whose_execute_raises_is_named_with_its_exception(name: str) -> None:
+    (found,) = _of(name, "model_failing")
+    assert found.model == "rag_orchestrator" and found.severity is Severity.CRITICAL
+    assert _exception(name) in found.summary
+    assert "raised at " in found.summary and "model.py(" in found.summary, "where it was raised"
+    assert "The stub is alive" in found.summary
+    kinds = {e.source for e in found.evidence}
+    assert kinds == {"log", "metrics"}, found.evidence
+    assert not _of(name, "stub_unhealthy"), "a raising execute is not a dead stub"
+
+
+def test_the_healthy_twin_under_the_same_load_has_no_finding() -> None:
+    assert not _of("rag_healthy", "model_failing")
+    serious = [f for f in _analysis("rag_healthy").findings if f.severity.rank >= 1]
+    assert not serious, [f.summary for f in serious]
+
+
+def test_a_killed_stub_stays_a_dead_stub() -> None:
+    """The same counters with no raised exception in the log: stub_unhealthy, not this."""
+    assert not _of("rec_stub_killed", "model_failing")
+    assert [f.model for f in _of("rec_stub_killed", "stub_unhealthy")] == ["rec_scorer"]
+
+
+@pytest.mark.parametrize("log", ["glog_2.51_stub_death.log", "iso8601_2.51_stub_death.log"])
+def test_a_dead_childs_error_told_by_its_parent_is_not_a_raise(log: str) -> None:
+    """``Failed to process ... message: TritonModelException: Stub process 'plain_0_0' is not
+    healthy``: the parent reports a dead child, whose stub_unhealthy finding tells it."""
+    events = parse_bytes((LOGS / log).read_bytes(), year=2026)
+    window = Window(since_ns=0, until_ns=2**62, events=events)
+    assert raised(window) == {}
