@@ -108,7 +108,7 @@ class ColdStart:
                 head = after[:served]
                 slow = max(head, key=lambda e: e.seconds, default=None)
                 after = [slow, *[e for e in after if e is not slow]] if slow else after
-            finding = self._check(load, after)
+            finding = self._check(load, after, per_instance=served == 1)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
             known = worst.get(load.model)
@@ -118,7 +118,9 @@ class ColdStart:
         # A BLS parent's first execution that merely waited on its child's: the child's.
         return [f for f in found if not any(g is not f and _within(g, f) for g in found)]
 
-    def _check(self, load: Load, after: list[Execution]) -> Finding | None:
+    def _check(
+        self, load: Load, after: list[Execution], per_instance: bool = True
+    ) -> Finding | None:
         if len(after) < 1 + self.min_steady:
             return None
         first, rest = after[0], after[1 : 1 + self.steady_executions]
@@ -127,15 +129,24 @@ class ColdStart:
             return None
         model = load.model
         version = f" (version {load.version})" if load.version is not None else ""
+        others = self._other_cold(first, after, steady) if per_instance else []
+        also = (
+            "; so did the first on "
+            + ", ".join(f"{e.instance} ({e.seconds:.2f} s)" for e in others)
+            + ": every instance does its set-up on its first request"
+            if others
+            else ": the model does its set-up on the first request"
+        )
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL if first.seconds >= self.critical_s else Severity.WARNING,
             model=model,
-            instance=first.instance,
+            instance=None if others else first.instance,
             summary=(
-                f"The first execution of '{model}'{version} after it was (re)loaded took "
+                f"The first execution of '{model}'{version} after it was (re)loaded, on "
+                f"{first.instance}, took "
                 f"{first.seconds:.2f} s, {first.seconds / max(steady, 1e-6):.0f}x its steady "
-                f"{steady * 1000:.1f} ms: the model does its set-up on the first request."
+                f"{steady * 1000:.1f} ms{also}."
             ),
             advice=(
                 f"Warm '{model}' up before it serves: add a model_warmup entry to its "
@@ -167,8 +178,29 @@ class ColdStart:
                     f"lower quartile of the next {len(rest)} executions {steady * 1000:.1f} ms "
                     f"(max {max(e.seconds for e in rest) * 1000:.1f} ms)",
                 ),
+                *(
+                    Evidence(
+                        "log",
+                        e.start_ns,
+                        f"triton.log@{e.offset}",
+                        f"first execution on {e.instance}: {e.seconds:.3f} s",
+                    )
+                    for e in others[:3]
+                ),
             ),
         )
+
+    def _other_cold(
+        self, first: Execution, after: list[Execution], steady: float
+    ) -> list[Execution]:
+        """The first execution of each other instance, where it was as slow: a model with
+        three instances pays its set-up three times (``rag_cold_start``: 4.05 s on each of
+        rag_embed_0_2, _0_0 and _0_1), and naming one sent users to one instance."""
+        firsts: dict[str, Execution] = {}
+        for e in after:
+            firsts.setdefault(e.instance, e)
+        limit = max(self.min_s, self.ratio * steady)
+        return [e for i, e in firsts.items() if i != first.instance and e.seconds > limit]
 
 
 def _steady(rest: list[Execution]) -> float:
