@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from observability import events as ev
-from observability.bundle import Bundle, BundleError, open_bundle
+from observability.bundle import Bundle, BundleError, BundleMeta, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
 from observability.bundle.layout import NoMetaError
 from observability.bundle.loose import is_tar, open_loose, open_loose_archive
@@ -22,7 +22,14 @@ from observability.detectors.work import ModelWork, in_flight
 from observability.findings import Finding, parse_iso
 from observability.store import Store
 
-__all__ = ["AnalysisResult", "analyze_bundle", "analyze_store"]
+__all__ = [
+    "AnalysisResult",
+    "ParsedBundle",
+    "analyze_bundle",
+    "analyze_events",
+    "analyze_store",
+    "parse_bundle",
+]
 
 
 @dataclass
@@ -103,22 +110,46 @@ def _analyze(
             result = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
         result.notes = report.notes
         return result
-    report = IngestReport(meta.bundle_id, notes=list(bundle.notes))
+    parsed = parse_bundle(bundle, log_format)
+    return analyze_events(parsed, **settings)
+
+
+@dataclass
+class ParsedBundle:
+    """A bundle's signals parsed into events: what the in-memory analysis reads."""
+
+    meta: BundleMeta
+    events: list[object]
+    notes: list[str]
+    untimed: bool
+    """Gathered files whose snapshots say nothing of when the capture ended."""
+
+
+def parse_bundle(bundle: Bundle, log_format: str | None = None) -> ParsedBundle:
+    report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
     events = [
         e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
     ]
+    return ParsedBundle(bundle.meta, events, report.notes, _untimed_loose(bundle))
+
+
+def analyze_events(parsed: ParsedBundle, **settings: object) -> AnalysisResult:
+    """Findings of a parsed bundle, in memory (``analyze_bundle`` without ``store_path``).
+    Apart from parsing so that a caller holding the events (a test corpus read many times)
+    runs exactly the analysis ``analyze`` runs."""
+    meta, events = parsed.meta, parsed.events
     span = _event_range(events, meta.epoch_minus_monotonic_ns)
-    if _untimed_loose(bundle) and span is not None:
+    if parsed.untimed and span is not None:
         # No capture end: judge at the log's last line, not at a snapshot's file time.
         lines = [_time_of(e) for e in events if getattr(e, "header", None) is not None]
         span = (span[0], max(lines)) if lines else span
     since, until = _bounds(meta.started_at, meta.ended_at, span)
     if since is None or until is None:
-        return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
+        return AnalysisResult([], [*parsed.notes, "the bundle holds no signals"])
     window = Window(
         since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
     )
-    return _result(window, report.notes, **settings)
+    return _result(window, list(parsed.notes), **settings)
 
 
 def _untimed_loose(bundle: Bundle) -> bool:

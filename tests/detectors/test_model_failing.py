@@ -10,24 +10,23 @@ ensemble raises on every request, with and without the verbose log. Its healthy 
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 from collectors.logs.parser import parse_bytes
-from observability.analyze import AnalysisResult, analyze_bundle
+from observability.analyze import AnalysisResult
 from observability.detectors import Window
 from observability.detectors.backend_failures import raised
 from observability.findings import Finding, Severity
+from tests.foreign.parsed import analysis
 
 FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
-@cache
 def _analysis(name: str) -> AnalysisResult:
-    return analyze_bundle(FOREIGN / name / "bundle.tar.gz")
+    return analysis(name)  # analyze's own analysis, of events parsed once (tests/foreign/parsed.py)
 
 
 def _of(name: str, kind: str) -> list[Finding]:

@@ -7,23 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from observability.analyze import _event_range, _open
-from observability.bundle.ingest import IngestReport, bundle_events
+from observability.analyze import _event_range
 from observability.detectors import Window
 from observability.detectors.instances import instances_of
 from observability.detectors.waits import callees
+from tests.foreign.parsed import parsed
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
 
 def _learned(scenario: str) -> dict[str, set[str]]:
-    with _open(FIXTURES / scenario / "bundle.tar.gz") as bundle:
-        report = IngestReport(bundle.meta.bundle_id)
-        events = [e for _p, _s, batch in bundle_events(bundle, report) for e in batch]
-        offset = bundle.meta.epoch_minus_monotonic_ns
-    span = _event_range(events, offset)
+    bundle = parsed(scenario)
+    offset = bundle.meta.epoch_minus_monotonic_ns
+    span = _event_range(bundle.events, offset)
     assert span is not None
-    window = Window(since_ns=span[0], until_ns=span[1], events=events, clock_offset_ns=offset)
+    window = Window(
+        since_ns=span[0], until_ns=span[1], events=bundle.events, clock_offset_ns=offset
+    )
     return {m: c for m, c in callees(instances_of(window)).items() if c}
 
 

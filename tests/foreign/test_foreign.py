@@ -13,13 +13,13 @@ No Triton is started here: these tests read checked-in bundles only.
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 from observability.analyze import AnalysisResult, analyze_bundle
 from observability.findings import Severity
+from tests.foreign.parsed import analysis
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
@@ -42,9 +42,8 @@ def _scenarios() -> list[str]:
     return sorted(p.name for p in FIXTURES.iterdir() if (p / "bundle.tar.gz").is_file())
 
 
-@cache
 def _analysis(name: str) -> AnalysisResult:
-    return analyze_bundle(FIXTURES / name / "bundle.tar.gz")
+    return analysis(name)  # analyze's own analysis, of events parsed once (tests/foreign/parsed.py)
 
 
 def _expected(name: str) -> dict[str, object]:
@@ -95,3 +94,14 @@ def test_foreign_scenario(name: str) -> None:
     for kind, model, text in expected.get("mentions", []):  # type: ignore[attr-defined]
         summaries = [f.summary for f in result.findings if (f.kind, f.model) == (kind, model)]
         assert any(text in s for s in summaries), f"{name}: no {kind} on {model} says {text!r}"
+
+
+@pytest.mark.parametrize("name", ["ch_leaf_hang", "rag_orchestrator_raises_quiet", "vis_healthy"])
+def test_events_parsed_once_give_what_analyze_gives(name: str) -> None:
+    """The cache of parsed events changes nothing of what ``analyze`` reports."""
+    fresh = analyze_bundle(FIXTURES / name / "bundle.tar.gz")
+    kept = _analysis(name)
+    assert [(f.kind, f.model, f.summary) for f in kept.findings] == [
+        (f.kind, f.model, f.summary) for f in fresh.findings
+    ]
+    assert kept.notes == fresh.notes

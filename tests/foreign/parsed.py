@@ -1,0 +1,63 @@
+"""The foreign recordings parsed once per source change, for the tests that analyse them.
+
+Why: three test modules analyse the seventy-odd checked-in recordings, and parsing their logs
+was two thirds of that work (loading the parsed events back is a third of parsing them). The
+analysis itself runs every time, through :func:`observability.analyze.analyze_events`, the
+code ``analyze`` runs after parsing. The events are kept in ``.test-cache/foreign/`` under a
+key of the archive's bytes and every source that decides what parsing gives (the recordings'
+``INGEST_SOURCES`` and ``observability/analyze.py``), so a parser change parses again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import re
+from functools import cache
+from pathlib import Path
+
+from observability.analyze import AnalysisResult, ParsedBundle, _open, analyze_events, parse_bundle
+from tests.fixtures.recordings import REPO, ingest_fingerprint
+
+__all__ = ["analysis", "parsed"]
+
+FIXTURES = REPO / "tests" / "fixtures" / "foreign"
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("TRITON_OBS_TEST_CACHE") or REPO / ".test-cache") / "foreign"
+
+
+def _key(archive: Path) -> str:
+    digest = hashlib.sha256(ingest_fingerprint().encode())
+    digest.update((REPO / "observability" / "analyze.py").read_bytes())
+    digest.update(archive.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+@cache
+def parsed(name: str) -> ParsedBundle:
+    """Scenario ``name``'s bundle parsed, from the cache when its key is there."""
+    archive = FIXTURES / name / "bundle.tar.gz"
+    root = _cache_root()
+    path = root / f"{name}-{_key(archive)}.pickle"
+    if path.exists():
+        with path.open("rb") as fh:
+            return pickle.load(fh)  # type: ignore[no-any-return]
+    with _open(archive) as bundle:
+        result = parse_bundle(bundle)
+    root.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    os.replace(partial, path)  # a reader never sees half a file; two writers, the same bytes
+    for stale in root.glob(f"{name}-*.pickle"):
+        if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{20}}\.pickle", stale.name) and stale != path:
+            stale.unlink(missing_ok=True)
+    return result
+
+
+@cache
+def analysis(name: str) -> AnalysisResult:
+    """What ``triton-obs analyze`` reports on scenario ``name``'s bundle."""
+    return analyze_events(parsed(name))
