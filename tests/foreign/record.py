@@ -4,7 +4,8 @@
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
-``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``: not the demo's names,
+``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``: not the
+demo's names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
@@ -86,7 +87,8 @@ class Injection:
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain`` or ``rag``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag`` or
+    ``fraud``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -884,6 +886,138 @@ _RAG = (
     ),
 )
 
+
+_FR_ENRICH_HANG: dict[str, str | int | float] = {"fr_fault": "enrich_hang", "enrich_hang_s": 300}
+_FR_ENRICH_HANG_TEXT = (
+    "one request whose fr_enrich batch (the second step of the ensemble fr_features, which "
+    "fr_gateway calls through async_exec) never returns (a stuck history lookup): its "
+    "ensemble request never completes and its fr_gateway instance awaits it forever; the "
+    "other gateway instance and the other fr_enrich instance keep serving"
+)
+_FR_ONE_ALERT = (
+    "One hang, one alert: `hung_request` is expected on the model the client called "
+    "(fr_gateway, the BLS parent whose request never completes), and it must name the "
+    "ensemble step that is stuck, fr_enrich (`mentions` in expected.json), as in "
+    "ch_leaf_hang and rag_embed_hang: the ensemble fr_features only relays the call."
+)
+_FR_QUIET_NOTE = (
+    "Why two requests and why fr_gateway: without the verbose log and trace files only "
+    "/metrics and /v2/models/stats are left, and they count completions and queued "
+    "requests only. One hung request holds one fr_gateway and one fr_enrich instance while "
+    "the other instance of each absorbs the load: nothing queues, no counter stops, and no "
+    "detector can see it (as rec_quiet_hang). With both fr_gateway instances held, every "
+    "later client request queues at fr_gateway (its pending gauge rises, its success "
+    "counter stops): that is the model a user watching /metrics sees stall. fr_enrich's own "
+    "hung batches are executing, not queued (its pending stays 0), and nothing reaches the "
+    "ensemble any more, so neither can be named from /metrics."
+)
+_FR_RAISES = Injection(
+    5,
+    1,
+    {"risk_table": "merchant_v2"},
+    60,
+    "reload fr_score with risk_table=merchant_v2 (repository API)",
+    "reload",
+    "fr_score",
+)
+_FR_RAISES_NOTE = (
+    "One bug: `model_failing` is expected on the model whose execute raises (fr_score), "
+    "naming the exception (`mentions` in expected.json: KeyError). fr_gateway fails every "
+    "request too, but only because it re-raises its child's error response; a second "
+    "alert on fr_gateway is acceptable only if it points at fr_score (PROVENANCE and the "
+    "README say what was reported)."
+)
+
+_FRAUD = (
+    Scenario(
+        "fr_healthy",
+        "fraud",
+        "the fraud pipeline (fr_gateway, python BLS, async execute, 2 instances, "
+        "max_batch_size 0, calls the ENSEMBLE fr_features, fr_parse, dynamic batching, 1 "
+        "instance, then fr_enrich, 2 instances, through async_exec, then the plain scorer "
+        "fr_score, dynamic batching, 2 instances, with the ensemble's SIGNALS) under a "
+        "healthy id-less load, verbose log: the twin of every fr_* fault",
+        (),
+    ),
+    Scenario(
+        "fr_healthy_quiet",
+        "fraud",
+        "the fraud pipeline under a healthy id-less load, without --log-verbose and without "
+        "trace files: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "fr_enrich_hang",
+        "fraud",
+        _FR_ENRICH_HANG_TEXT,
+        (("hung_request", "fr_gateway"),),
+        injections=(Injection(5, 1, _FR_ENRICH_HANG, 60, "fr_enrich sleeps 300 s in execute"),),
+        note=_FR_ONE_ALERT,
+    ),
+    Scenario(
+        "fr_enrich_hang_quiet",
+        "fraud",
+        "without --log-verbose and without trace files: two requests, 1 s apart, whose "
+        "fr_enrich batches never return hold both fr_enrich instances and both fr_gateway "
+        "instances (each awaiting its ensemble call); the healthy load queues at fr_gateway",
+        (("model_stalled", "fr_gateway"),),
+        log_verbose=0,
+        trace=False,
+        injections=tuple(
+            Injection(at, 1, _FR_ENRICH_HANG, 60, "fr_enrich sleeps 300 s in execute")
+            for at in (5, 6)
+        ),
+        note=_FR_QUIET_NOTE,
+    ),
+    Scenario(
+        "fr_score_raises",
+        "fraud",
+        "model control explicit; 5 s in, fr_score is loaded again through the repository API "
+        "with a new config parameter risk_table=merchant_v2 (a deploy naming a table this "
+        "version does not ship): from then on every fr_score execute raises KeyError in "
+        "_weights, and fr_gateway, which raises on a child's error response, fails every "
+        "request too; the healthy load continues and fails, verbose log",
+        (("model_failing", "fr_score"),),
+        model_control="explicit",
+        injections=(_FR_RAISES,),
+        note=_FR_RAISES_NOTE,
+    ),
+    Scenario(
+        "fr_parse_cold_start",
+        "fraud",
+        "FR_PARSE_COLD_START_S=4, model control explicit: the server is up and warmed (2 "
+        "requests) before the capture starts, so the bundle's log lacks the first load; 5 s "
+        "in, fr_parse (the first step of the ensemble fr_features) is loaded again through "
+        "the repository API (a deploy) and its first execute takes 4 s",
+        (("cold_start", "fr_parse"),),
+        env={"FR_PARSE_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=2,
+        injections=(
+            Injection(5, 1, {}, 60, "reload fr_parse (repository API)", "reload", "fr_parse"),
+        ),
+    ),
+    Scenario(
+        "fr_features_growth",
+        "fraud",
+        "one request switches on a bug in the fr_enrich instance that serves it: from then "
+        "on it keeps every signal it produced and appends the whole kept list to itself on "
+        "each request, so the ensemble fr_features' output SIGNALS [1, n] doubles per "
+        "request of that instance (16, 32, ... up to 8192) and fr_score is fed ever larger "
+        "inputs",
+        (("shape_growth", "fr_enrich"),),
+        injections=(Injection(5, 1, {"fr_fault": "grow"}, 60, "fr_enrich history doubles"),),
+        note=(
+            "`shape_growth` is expected on fr_enrich, the model whose code keeps the state "
+            "and whose output grows: the ensemble fr_features only relays SIGNALS, and "
+            "fr_score's input grows because it is fed, its own output stays RISK [1, 1]."
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -995,6 +1129,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_STATEFUL,
         *_CHAIN,
         *_RAG,
+        *_FRAUD,
     )
 }
 
@@ -1068,6 +1203,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n = int(rng.integers(4, 16))
         text = " ".join(f"q{int(x)}" for x in rng.integers(0, 2000, size=n))
         return {"QUESTION": np.array([[text.encode()]], dtype=np.object_)}
+    if repo == "fraud":  # one transaction's 12 numbers; no batch dimension (fr_gateway: 0)
+        return {"TXN": (rng.standard_normal(12) * 50 + 100).astype(np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -1090,6 +1227,8 @@ def _send(
         return client.infer("ch_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "rag":
         return client.infer("rag_pipeline", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "fraud":
+        return client.infer("fr_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -1102,6 +1241,7 @@ _PAUSE_S = {
     "stateful": 0.2,
     "chain": 0.2,
     "rag": 0.2,
+    "fraud": 0.2,
 }
 
 
@@ -1428,6 +1568,7 @@ _LOAD_TEXT = {
     "sess_tracker",
     "chain": "`ch_gateway` infer, a random QUERY [12]",
     "rag": "`rag_pipeline` infer, a random QUESTION [1, 1] (one string of 4 to 15 words)",
+    "fraud": "`fr_gateway` infer, a random TXN [12]",
 }
 
 
