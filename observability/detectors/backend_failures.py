@@ -101,8 +101,11 @@ class Raised:
     message: str
     """Its first line, without the type."""
     frames: tuple[str, ...]
-    """``file(line): function`` as the stub printed them under ``At:``: innermost first
-    (pybind11's order), so the first is where it was raised."""
+    """``file(line): function`` of the model's own code, from the last ``At:`` block:
+    innermost first (pybind11's order), so the first is where it was raised."""
+    child: str = ""
+    """The model whose own failure this one passes up, when its message embeds that
+    model's ``Failed to process the request(s)`` text (a BLS child's error re-raised)."""
 
 
 def raised(window: Window) -> dict[str, list[Raised]]:
@@ -126,8 +129,12 @@ def _raised(line: ev.ErrorLine) -> Raised | None:
     kind = _EXCEPTION.match(first)
     exception = kind.group("type") if kind else ""
     message = first[kind.end() :] if kind else first
+    # A re-raised child error carries the child's traceback first; the model's own frames
+    # are the last block (fr_score_raises: fr_score's frames, then fr_gateway's _score).
+    own = rest.rsplit("At:", 1)[-1] if "At:" in rest else rest
     frames = tuple(
-        f"{f.group('file')}({f.group('line')}): {f.group('function')}"
-        for f in _FRAME.finditer(rest)
+        f"{f.group('file')}({f.group('line')}): {f.group('function')}" for f in _FRAME.finditer(own)
     )
-    return Raised(line, m.group("instance"), exception, message.strip(), frames)
+    inner = _RAISED.search(body)
+    child = model_of_instance(inner.group("instance")) if inner else ""
+    return Raised(line, m.group("instance"), exception, message.strip(), frames, child)

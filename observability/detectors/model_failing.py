@@ -48,14 +48,28 @@ class ModelFailing:
         errors = raised(window)
         if not errors:
             return []
-        out = []
+        runs: dict[str, tuple[Failing, list[Raised]]] = {}
         for f in failing(window, self.min_failures):
             lines = [r for r in errors.get(f.model, ()) if r.line.header.at_ns <= f.last_ns]
             if lines:
-                out.append(self._finding(f, lines))
-        return out
+                runs[f.model] = (f, lines)
+        # A caller that only passes a failing child's error up fails because of it: one
+        # finding, the child's, naming its callers (one bug paged once, at its own code).
+        passed_up = {
+            m: child
+            for m, (_, lines) in runs.items()
+            if (child := _only_child(lines)) is not None and child in runs and child != m
+        }
+        callers: dict[str, list[Failing]] = {}
+        for m, child in passed_up.items():
+            callers.setdefault(child, []).append(runs[m][0])
+        return [
+            self._finding(f, lines, callers.get(m, []))
+            for m, (f, lines) in runs.items()
+            if m not in passed_up
+        ]
 
-    def _finding(self, f: Failing, lines: list[Raised]) -> Finding:
+    def _finding(self, f: Failing, lines: list[Raised], callers: list[Failing]) -> Finding:
         last = lines[-1]
         kinds = Counter(r.exception or "an error" for r in lines)
         what = last.exception or "an error"
@@ -70,6 +84,11 @@ class ModelFailing:
             + (f"; also {', '.join(others)}" if others else "")
             + "). The stub is alive: Triton logged the exception for each failed batch."
         )
+        if callers:
+            summary += " Its BLS callers fail with it, passing its error up: " + ", ".join(
+                f"{c.model} ({c.failures:g} failures)" for c in callers
+            )
+            summary += "."
         evidence = [
             Evidence("log", r.line.header.at_ns, log_ref(r.line.header.offset), _short(r.line.text))
             for r in [lines[0], *lines[1:][-(self.max_evidence - 2) :]]
@@ -93,6 +112,12 @@ class ModelFailing:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+def _only_child(lines: list[Raised]) -> str | None:
+    """The one child whose error every line passes up, else ``None``."""
+    children = {r.child for r in lines}
+    return children.pop() if len(children) == 1 and "" not in children else None
 
 
 def _short(text: str, limit: int = 300) -> str:

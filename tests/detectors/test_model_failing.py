@@ -51,6 +51,16 @@ def test_a_model_whose_execute_raises_is_named_with_its_exception(name: str) -> 
     assert not _of(name, "stub_unhealthy"), "a raising execute is not a dead stub"
 
 
+def test_a_caller_that_passes_the_error_up_is_named_in_the_childs_finding() -> None:
+    """``fr_score_raises``: fr_score raises KeyError; fr_gateway re-raises its error as a
+    RuntimeError that embeds fr_score's message and traceback. Both fail every request on
+    /metrics; one bug is one finding, at fr_score's frame, naming the caller."""
+    (found,) = _of("fr_score_raises", "model_failing")
+    assert found.model == "fr_score"
+    assert "KeyError" in found.summary and "fr_score/1/model.py(32): _weights" in found.summary
+    assert "Its BLS callers fail with it" in found.summary and "fr_gateway" in found.summary
+
+
 def test_the_healthy_twin_under_the_same_load_has_no_finding() -> None:
     assert not _of("rag_healthy", "model_failing")
     serious = [f for f in _analysis("rag_healthy").findings if f.severity.rank >= 1]
