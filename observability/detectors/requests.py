@@ -58,6 +58,9 @@ machine within tens of milliseconds."""
 
 _LEARN_RESPONSES = 8
 """Responses with outputs after which a model's usual output names are trusted."""
+_FORWARD_NS = 5_000_000
+"""An ensemble's copy of a step's output is logged within this of the step's own line (0.1 ms
+on the recordings; 5 ms leaves room for a starved thread)."""
 
 
 def log_ref(offset: int) -> str:
@@ -191,6 +194,7 @@ def build(records: Iterable[object], batches: Mapping[int, Execution] | None = N
     awaiting_instance: dict[str, list[Lifecycle]] = {}
     instances: dict[str, set[str]] = {}
     unclaimed: deque[ev.ResponseOutput] = deque(maxlen=_MAX_UNCLAIMED_OUTPUTS)
+    seen_outputs: deque[ev.ResponseOutput] = deque(maxlen=64)
     names = _OutputNames()
 
     def new(rid: str) -> Lifecycle:
@@ -255,8 +259,31 @@ def build(records: Iterable[object], batches: Mapping[int, Execution] | None = N
                 names.learn(cycle)
                 anonymous.append(cycle)
         elif isinstance(rec, ev.ResponseOutput):
-            unclaimed.append(rec)
+            if not _forwarded(rec, seen_outputs):
+                unclaimed.append(rec)
+            seen_outputs.append(rec)
     return Requests(lifecycles, by_id, instances, anonymous)
+
+
+def _forwarded(out: ev.ResponseOutput, seen: deque[ev.ResponseOutput]) -> bool:
+    """Whether ``out`` is a tensor already logged, copied into another response: an ensemble
+    passes its step's output on (to its caller or to the frontend), and Triton logs it again
+    from another line of ``infer_response.cc`` (2.51: the step's at :174, the copy at :148,
+    a tenth of a millisecond later). The copy belongs to no execution: the BLS parent
+    released next took it as its own (``fr_features_growth``: a false shape_growth of
+    fr_gateway's "SIGNALS", an output it does not have). A batch's outputs of one shape come
+    from one line, so they are not copies of each other."""
+    h = out.header
+    for prev in reversed(seen):
+        if h.at_ns - prev.header.at_ns > _FORWARD_NS:
+            return False
+        if (
+            prev.header.source_line != h.source_line
+            and prev.header.source_file == h.source_file
+            and (prev.output, prev.dtype, prev.shape) == (out.output, out.dtype, out.shape)
+        ):
+            return True
+    return False
 
 
 class _OutputNames:

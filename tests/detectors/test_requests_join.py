@@ -105,3 +105,51 @@ def test_an_ensemble_step_that_overlaps_the_next_is_released_by_its_output() -> 
     assert [o.output for o in cycles["classifier"].outputs] == ["SCORES"]
     assert [o.output for o in cycles["pipeline"].outputs] == ["SCORES"]
     assert cycles["preprocess"].released_ns < cycles["classifier"].released_ns
+
+
+def test_an_ensembles_copy_of_a_steps_output_belongs_to_no_request() -> None:
+    """2.51 logs a step's output (``infer_response.cc:174``) and, 0.1 ms later, the ensemble's
+    copy of it for the BLS caller (``:148``). Without the rule the gateway, released next,
+    took the copy as its own output (``fr_features_growth``: a false shape_growth of an
+    output the gateway does not have)."""
+    rows = [
+        (0.0, 1, ev.RequestPrepared, ("g", "gateway", 1, 0, 0)),
+        (0.05, 1, ev.RequestStateChange, ("g", "INITIALIZED", "PENDING")),
+        (0.1, 1, ev.RequestStateChange, ("g", "PENDING", "EXECUTING")),
+        (0.2, 1, ev.InstanceExecuting, ("gateway", "gateway_0_0", 1)),
+        (1.0, 1, ev.RequestPrepared, ("g.s", "enrich", 1, 0, 0)),
+        (1.05, 1, ev.RequestStateChange, ("g.s", "INITIALIZED", "PENDING")),
+        (1.1, 1, ev.RequestStateChange, ("g.s", "PENDING", "EXECUTING")),
+        (1.2, 1, ev.InstanceExecuting, ("enrich", "enrich_0_0", 1)),
+        (2.0, 174, ev.ResponseOutput, ("", "SIGNALS", "FP32", (1, 16))),
+        (2.1, 148, ev.ResponseOutput, ("", "SIGNALS", "FP32", (1, 16))),
+        (2.3, 1, ev.RequestStateChange, ("g.s", "EXECUTING", "RELEASED")),
+        (3.0, 174, ev.ResponseOutput, ("", "RISK", "FP32", (1, 1))),
+        (3.2, 1, ev.RequestStateChange, ("g", "EXECUTING", "RELEASED")),
+    ]
+    records = [
+        cls(ev.LogRecord(int(ms * MS), ev.LogLevel.INFO, "infer_response.cc", line, i), *args)
+        for i, (ms, line, cls, args) in enumerate(rows)
+    ]
+    assert _outputs(records, "g.s") == ["SIGNALS"]
+    assert _outputs(records, "g") == ["RISK"]
+
+
+def test_a_batchs_outputs_of_one_shape_from_one_line_are_each_a_requests() -> None:
+    """Two responses of one batch write the same name and shape from the same line within
+    microseconds: not a copy, each request keeps its own."""
+    rows = [
+        *[(0.0, 1, ev.RequestPrepared, (r, "enrich", 1, 0, 0)) for r in ("a", "b")],
+        *[(0.1, 1, ev.RequestStateChange, (r, "INITIALIZED", "PENDING")) for r in ("a", "b")],
+        *[(0.2, 1, ev.RequestStateChange, (r, "PENDING", "EXECUTING")) for r in ("a", "b")],
+        (0.3, 1, ev.InstanceExecuting, ("enrich", "enrich_0_0", 2)),
+        (1.0, 174, ev.ResponseOutput, ("", "SIGNALS", "FP32", (1, 16))),
+        (1.01, 174, ev.ResponseOutput, ("", "SIGNALS", "FP32", (1, 16))),
+        *[(1.1, 1, ev.RequestStateChange, (r, "EXECUTING", "RELEASED")) for r in ("a", "b")],
+    ]
+    records = [
+        cls(ev.LogRecord(int(ms * MS), ev.LogLevel.INFO, "infer_response.cc", line, i), *args)
+        for i, (ms, line, cls, args) in enumerate(rows)
+    ]
+    assert _outputs(records, "a") == ["SIGNALS"]
+    assert _outputs(records, "b") == ["SIGNALS"]

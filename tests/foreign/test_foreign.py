@@ -34,13 +34,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "fr_features_growth": "a second, false shape_growth critical on fr_gateway ('fr_gateway "
-    "output SIGNALS multiplies by about 4.0 per response: [1,16] to [1,4096]'): fr_gateway "
-    "has no output SIGNALS (it answers RISK [1]); the ensemble fr_features' response to its "
-    "BLS caller is logged as 'infer_response.cc:148 add response output: output: SIGNALS' "
-    "with no model, no ensemble lifecycle claims it (id-less, no instance lines), and "
-    "requests.py's _claim gives it to the fr_gateway execution released next, so SIGNALS "
-    "becomes a 'usual' fr_gateway output (fr_enrich's own growth is found)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
