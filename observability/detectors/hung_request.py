@@ -26,9 +26,11 @@ learned deadline.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution
 from observability.detectors.last_call import LastCall, last_call
@@ -136,7 +138,14 @@ class HungRequestDetector:
             f"batch past its {deadline:g} s deadline without releasing it: {held}"
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
-        summary += "; " + _describe_calls(calls, now, self.max_children_named, waits, model)
+        summary += "; " + _describe_calls(
+            calls,
+            now,
+            self.max_children_named,
+            waits,
+            model,
+            _ensembles_called(window, waits, calls),
+        )
         last = None if calls else last_call(window, waits.instances, stuck)
         if last is not None:
             summary += "; " + last.describe()
@@ -198,7 +207,14 @@ class HungRequestDetector:
             if len(waits) > self.max_children_named:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
-            summary += "; " + _describe_calls(calls, now, self.max_children_named, analysis, model)
+            summary += "; " + _describe_calls(
+                calls,
+                now,
+                self.max_children_named,
+                analysis,
+                model,
+                _ensembles_called(window, analysis, calls),
+            )
         last = None
         if not waits and not calls and execution is not None:
             last = last_call(window, analysis.instances, [execution])
@@ -289,7 +305,14 @@ def _executions_by_id(waits: Waits) -> dict[str, Execution]:
     return {rid: e for e in waits.instances.open.values() for rid in e.ids}
 
 
-def _describe_calls(calls: list[Call], now: int, limit: int, waits: Waits, model: str) -> str:
+def _describe_calls(
+    calls: list[Call],
+    now: int,
+    limit: int,
+    waits: Waits,
+    model: str,
+    ensembles: Mapping[int, str] | None = None,
+) -> str:
     """What an id-less wait is on, each open call once, grouped by the model called; never
     claims no call is open when one may be. A model whose completed batches were never seen
     calling another (a plain model, an ensemble step) is told so: BLS wording would send its
@@ -306,11 +329,40 @@ def _describe_calls(calls: list[Call], now: int, limit: int, waits: Waits, model
         )
     by_model: dict[tuple[str, Execution | None], list[Call]] = {}
     for call in _distinct(calls):
-        by_model.setdefault((call.request.model, _through(call, model)), []).append(call)
+        callee = call.request.model
+        ensemble = (ensembles or {}).get(id(call))
+        if ensemble is not None:
+            callee = f"the ensemble {ensemble}, in its step {callee}"
+        by_model.setdefault((callee, _through(call, model)), []).append(call)
     return "it waits on " + "; ".join(
         _describe_group(callee, group, now, limit) + _via_text(via, now)
         for (callee, via), group in by_model.items()
     )
+
+
+def _ensembles_called(window: Window, waits: Waits, calls: list[Call]) -> dict[int, str]:
+    """id(call) -> the ensemble a BLS caller called, for calls that are that ensemble's
+    steps: a gateway calls ``fr_features`` and the log shows its steps' requests, so "a BLS
+    call to fr_enrich" sent users looking for a call their code does not make
+    (``fr_enrich_hang``). The ensemble is the last one admitted inside the calling batch
+    before the step's request, which the ensemble scheduler admitted (origin ``STEP``)."""
+    ensembles = waits.instances.instanceless
+    if not ensembles or not calls:
+        return {}
+    origin = origins_of(window)
+    admitted = sorted(
+        (r.header.at_ns, r.model) for r in window.logs(ev.RequestPrepared) if r.model in ensembles
+    )
+    times = [t for t, _ in admitted]
+    out: dict[int, str] = {}
+    for call in calls:
+        r, owner = call.request, call.owner
+        if owner is None or origin.get((r.prepared_ns, r.offset)) != STEP:
+            continue
+        k = bisect_right(times, r.prepared_ns) - 1
+        if k >= 0 and times[k] >= owner.start_ns:
+            out[id(call)] = admitted[k][1]
+    return out
 
 
 def _through(call: Call, model: str) -> Execution | None:
