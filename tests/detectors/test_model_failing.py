@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from collectors.logs.parser import parse_bytes
-from observability.analyze import AnalysisResult
+from observability.analyze import AnalysisResult, analyze_bundle
 from observability.detectors import Window
 from observability.detectors.backend_failures import raised
 from observability.findings import Finding, Severity
@@ -80,3 +80,12 @@ def test_a_dead_childs_error_told_by_its_parent_is_not_a_raise(log: str) -> None
     events = parse_bytes((LOGS / log).read_bytes(), year=2026)
     window = Window(since_ns=0, until_ns=2**62, events=events)
     assert raised(window) == {}
+
+
+def test_the_stored_path_finds_the_same(tmp_path: Path) -> None:
+    """``analyze --store`` and ``watch`` read the error lines back from the store: the
+    exception text and its frames survive the store's codec."""
+    stored = analyze_bundle(FOREIGN / "fr_score_raises" / "bundle.tar.gz", tmp_path / "s.db")
+    assert [(f.kind, f.model, f.summary) for f in stored.findings if f.kind == "model_failing"] == [
+        (f.kind, f.model, f.summary) for f in _of("fr_score_raises", "model_failing")
+    ]
