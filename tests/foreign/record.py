@@ -4,8 +4,8 @@
 
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
-``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``: not the
-demo's names,
+``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
+``repos/noisy``: not the demo's names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
@@ -87,8 +87,8 @@ class Injection:
 class Scenario:
     name: str
     repo: str
-    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag`` or
-    ``fraud``."""
+    """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
+    ``fraud`` or ``noisy``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -117,6 +117,8 @@ class Scenario:
     """``asr`` only. ``fixed``: the background clients send 1600 frames; ``growing``: each
     re-sends its whole utterance so far (800, 1600, ... 6400 frames, then a new utterance),
     as a progressive-transcription client does."""
+    clients: int = 2
+    """How many background clients send at once."""
 
     @property
     def healthy(self) -> bool:
@@ -1018,6 +1020,104 @@ _FRAUD = (
     ),
 )
 
+_NZ_PIPELINE = (
+    "the noisy pipeline (nz_router, python BLS, async execute, 2 instances, awaits an "
+    "async_exec call to nz_embed, dynamic batching, 2 instances, through a done-callback, "
+    "then an async_exec call to nz_rank, dynamic batching, 1 instance) under eight id-less "
+    "gRPC clients; every model prints debug lines to stdout and stderr on every batch, logs "
+    "with Python's logging (INFO, stderr) and pb_utils.Logger (info, and a warning every 4th "
+    "router request), and every 5th request of a router instance prints a handled KeyError "
+    "with traceback.print_exc() (a cache miss it retries)"
+)
+_NZ_RANK_HANG: dict[str, str | int | float] = {"nz_fault": "rank_hang", "rank_hang_s": 300}
+_NZ_RANK_HANG_TEXT = (
+    "one request whose nz_rank batch never returns (a stuck forward pass): nz_rank has one "
+    "instance, so every later rank call queues behind it and both nz_router instances end up "
+    "awaiting nz_rank; the eight clients time out (10 s) and send again"
+)
+_NZ_NOTE = (
+    "Noise is not a fault: the printed debug lines, logging and pb_utils.Logger lines "
+    "(INFO and WARNING) and the handled tracebacks are in every scenario, healthy or not, "
+    "and must yield no finding of warning or above. One hang, one alert: `hung_request` is "
+    "expected on the model the clients call (nz_router), naming the batch that is stuck "
+    "(nz_rank: `mentions` in expected.json)."
+)
+
+_NOISY = (
+    Scenario(
+        "nz_healthy",
+        "noisy",
+        f"{_NZ_PIPELINE}, verbose log in glog format: the twin of every nz_* fault",
+        (),
+        clients=8,
+        note=_NZ_NOTE,
+    ),
+    Scenario(
+        "nz_healthy_iso",
+        "noisy",
+        f"{_NZ_PIPELINE}, verbose log with --log-format ISO8601: the twin of nz_rank_hang_iso",
+        (),
+        clients=8,
+        log_format="ISO8601",
+        note=_NZ_NOTE,
+    ),
+    Scenario(
+        "nz_rank_hang",
+        "noisy",
+        f"{_NZ_PIPELINE}; {_NZ_RANK_HANG_TEXT}, glog format",
+        (("hung_request", "nz_router"),),
+        clients=8,
+        injections=(Injection(5, 1, _NZ_RANK_HANG, 60, "nz_rank sleeps 300 s in execute"),),
+        note=_NZ_NOTE,
+    ),
+    Scenario(
+        "nz_rank_hang_iso",
+        "noisy",
+        f"{_NZ_PIPELINE}; {_NZ_RANK_HANG_TEXT}, --log-format ISO8601",
+        (("hung_request", "nz_router"),),
+        clients=8,
+        log_format="ISO8601",
+        injections=(Injection(5, 1, _NZ_RANK_HANG, 60, "nz_rank sleeps 300 s in execute"),),
+        note=_NZ_NOTE,
+    ),
+    Scenario(
+        "nz_callback_error",
+        "noisy",
+        f"{_NZ_PIPELINE}; one request whose nz_embed done-callback raises RuntimeError instead "
+        "of delivering EMB (unhandled: asyncio prints 'Exception in callback ...'), so that "
+        "router request waits 5 s for its embedding and answers an error; glog format",
+        (("callback_error", "nz_router"),),
+        clients=8,
+        injections=(
+            Injection(5, 1, {"nz_fault": "callback_error"}, 60, "nz_router's callback raises"),
+        ),
+        note="The handled tracebacks (printed by the router, recovered from) must not be "
+        "taken for the unhandled one: one `callback_error` on nz_router is expected.",
+    ),
+    Scenario(
+        "nz_cold_then_hang",
+        "noisy",
+        f"{_NZ_PIPELINE}; NZ_EMBED_COLD_START_S=4, model control explicit, --log-format "
+        "ISO8601: the server is up and warmed (4 requests) before the capture starts, so the "
+        "bundle's log lacks the first load; 5 s in, nz_embed is loaded again through the "
+        "repository API (a deploy) and each new instance's first execute takes 4 s; 20 s "
+        f"in, {_NZ_RANK_HANG_TEXT}",
+        (("cold_start", "nz_embed"), ("hung_request", "nz_router")),
+        clients=8,
+        log_format="ISO8601",
+        env={"NZ_EMBED_COLD_START_S": "4"},
+        model_control="explicit",
+        log_from_start=False,
+        warmup=4,
+        duration_s=40.0,
+        injections=(
+            Injection(5, 1, {}, 60, "reload nz_embed (repository API)", "reload", "nz_embed"),
+            Injection(20, 1, _NZ_RANK_HANG, 60, "nz_rank sleeps 300 s in execute"),
+        ),
+        note=_NZ_NOTE,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -1130,6 +1230,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_CHAIN,
         *_RAG,
         *_FRAUD,
+        *_NOISY,
     )
 }
 
@@ -1205,6 +1306,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"QUESTION": np.array([[text.encode()]], dtype=np.object_)}
     if repo == "fraud":  # one transaction's 12 numbers; no batch dimension (fr_gateway: 0)
         return {"TXN": (rng.standard_normal(12) * 50 + 100).astype(np.float32)}
+    if repo == "noisy":  # 8 features; no batch dimension (nz_router: 0)
+        return {"X": rng.standard_normal(8).astype(np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -1229,6 +1332,8 @@ def _send(
         return client.infer("rag_pipeline", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "fraud":
         return client.infer("fr_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "noisy":
+        return client.infer("nz_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -1242,6 +1347,7 @@ _PAUSE_S = {
     "chain": 0.2,
     "rag": 0.2,
     "fraud": 0.2,
+    "noisy": 0.5,
 }
 
 
@@ -1442,7 +1548,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             _warm_up(_client_url(lab, scenario.repo), scenario, outcomes)
             t0 = time.monotonic()
             until = t0 + scenario.duration_s + 2
-            for seed in (1, 2):
+            for seed in range(1, scenario.clients + 1):
                 th = threading.Thread(
                     target=_worker,
                     args=(
@@ -1458,7 +1564,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "delay_s": scenario.load_delay_s,
                         "ids": scenario.ids,
                         "audio": scenario.audio,
-                        "pin": scenario.pins[seed - 1],
+                        "pin": scenario.pins[(seed - 1) % 2],
                     },
                     daemon=True,
                 )
@@ -1569,6 +1675,7 @@ _LOAD_TEXT = {
     "chain": "`ch_gateway` infer, a random QUERY [12]",
     "rag": "`rag_pipeline` infer, a random QUESTION [1, 1] (one string of 4 to 15 words)",
     "fraud": "`fr_gateway` infer, a random TXN [12]",
+    "noisy": "`nz_router` infer, a random X [8]",
 }
 
 
@@ -1613,7 +1720,7 @@ Recorded by
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
   {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
-- Load: two {_PROTOCOL.get(scenario.repo, "gRPC")} clients {_ids_text(scenario)}, each sending
+- Load: {_count_text(scenario)} clients {_ids_text(scenario)}, each sending
   one request
   ({_LOAD_TEXT[scenario.repo] if scenario.audio == "fixed" else _GROWING_TEXT})
   then pausing {_PAUSE_S[scenario.repo]} s, timeout 10 s, for the whole
@@ -1627,6 +1734,14 @@ Recorded by
 - Expected: {expected}.
 - What the clients saw: `{json.dumps(clients)}`
 {f"{chr(10)}{scenario.note}{chr(10)}" if scenario.note else ""}"""
+
+
+_COUNT = {1: "one", 2: "two", 8: "eight"}
+
+
+def _count_text(scenario: Scenario) -> str:
+    count = _COUNT.get(scenario.clients, str(scenario.clients))
+    return f"{count} {_PROTOCOL.get(scenario.repo, 'gRPC')}"
 
 
 _GROWING_TEXT = (
