@@ -77,7 +77,7 @@ def tracebacks(window: Window) -> list[Traceback]:
     block: list[ev.StubOutput] = []
     for rec in window.logs(ev.StubOutput):
         text = rec.text.rstrip("\r\n")
-        start = next((k for prefix, k in _STARTS.items() if text.startswith(prefix)), None)
+        start = _opener(text)
         if start is not None:
             if block:
                 out.append(_traceback(block))
@@ -92,11 +92,26 @@ def tracebacks(window: Window) -> list[Traceback]:
     return out
 
 
+def _opener(text: str) -> str | None:
+    """The kind of asyncio error block ``text`` opens, if it does. asyncio prints through the
+    ``logging`` module, so a model that configures logging (``logging.basicConfig``, as
+    ordinary code does) gets the opener behind its own prefix: ``2026-11-26 02:46:50,460 ERROR
+    asyncio: Exception in callback ...`` or ``ERROR:asyncio:Exception in callback ...``
+    (``nz_callback_error``: missed while it only matched at the line's start). A prefix
+    counts when it names the ``asyncio`` logger, so a model's own text that merely quotes
+    the words does not open a block."""
+    for prefix, kind in _STARTS.items():
+        i = text.find(prefix)
+        if i == 0 or (i > 0 and "asyncio" in text[:i]):
+            return kind
+    return None
+
+
 def _ends_block(block: list[ev.StubOutput], text: str) -> bool:
     """The exception line (``KeyError: 'LOGITS'``) that closes a traceback."""
     return (
         any(r.text.startswith("Traceback") for r in block)
-        and not block[-1].text.startswith(tuple(_STARTS))
+        and _opener(block[-1].text) is None
         and _EXC.match(text) is not None
         and _EXC.match(block[-1].text.rstrip()) is None
     )
@@ -104,7 +119,7 @@ def _ends_block(block: list[ev.StubOutput], text: str) -> bool:
 
 def _traceback(block: list[ev.StubOutput]) -> Traceback:
     lines = tuple(r.text.rstrip("\r\n") for r in block)
-    kind = next(k for prefix, k in _STARTS.items() if lines[0].startswith(prefix))
+    kind = _opener(lines[0]) or "callback"
     model = ""
     for pattern in (_MODEL_FILE, _ANY_MODEL_FILE):
         found = [m.group(1) for line in lines for m in pattern.finditer(line)]

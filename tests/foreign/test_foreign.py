@@ -38,10 +38,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "nz_callback_error": "the stub configured logging.basicConfig on the root logger, so "
-    "asyncio's 'Exception in callback ...' is written through the user's format "
-    "('2026-11-26 02:46:50,460 ERROR asyncio: Exception in callback ...'); callback_error.py "
-    "matches its openers at the start of a line only: no callback_error",
     "nz_rank_hang_iso": _ISO + "no execution of nz_router contains an admission of nz_rank, "
     "so waits.py learns no callee ('it makes no BLS calls'): the nz_router finding does not "
     "name nz_rank, and nz_rank gets a second hung_request of its own",
