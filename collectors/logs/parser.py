@@ -13,7 +13,7 @@ Why it is shaped like this:
   2.51), and runs no regex; regexes run only for lines that do not start with a header.
 * Both header forms of 2.51 are read: glog ``I1122 03:20:14.655239 2106 file.cc:132] msg``
   and ``--log-format ISO8601`` ``2026-11-22T03:20:14Z I 2106 file.cc:132] msg`` (second
-  resolution). On 2.51 both are printed in UTC even with ``TZ`` set; glog has no year, so
+  resolution: the n-th record of a second is placed n µs into it, ``_ISO_SPREAD_MAX``). On 2.51 both are printed in UTC even with ``TZ`` set; glog has no year, so
   the caller passes ``year`` (and ``utc_offset_s`` for a build that prints local time). A
   December-to-January step in glog month bumps the year.
 * Messages are JSON strings since 24.06 and bare text before; both are accepted. Headerless
@@ -109,6 +109,9 @@ class ParseStats:
     skipped: Counter[str] = field(default_factory=Counter)
     resume_offset: int = 0
     last_at_ns: int = 0
+    iso_second_ns: int = 0
+    iso_in_second: int = 0
+    """The ISO8601 second last read and how many records it gave (see ``_ISO_SPREAD_MAX``)."""
 
 
 # ---------------------------------------------------------------- constructors and tables
@@ -593,11 +596,13 @@ def _valid(y: int, mon: int, day: int, hh: int, mm: int, ss: int) -> bool:
 class _State:
     """What a headerless line needs to know about the lines before it."""
 
-    __slots__ = ("at_ns", "block")
+    __slots__ = ("at_ns", "block", "iso_k", "iso_s")
 
     def __init__(self) -> None:
         self.at_ns = 0
         self.block = 0
+        self.iso_s = 0
+        self.iso_k = 0
 
 
 def _header(line: bytes, clock: _Clock) -> tuple[int, LogLevel, int, int] | None:
@@ -655,7 +660,35 @@ def _source_ok(line: bytes, src: int, close: int) -> bool:
 def _emit_header_line(
     line: bytes, off: int, parsed: tuple[int, LogLevel, int, int], st: _State, stats: ParseStats
 ) -> Event | None:
-    """The general (not inlined) path for one header line; same result as the hot loop."""
+    """The general (not inlined) path for one header line; same result as the hot loop.
+
+    An ISO8601 header (``--log-format ISO8601``) has whole seconds only: the records of one
+    second are spread 1 µs apart in file order (``_ISO_SPREAD_MAX``)."""
+    if line[10:11] != b"T":
+        return _emit(line, off, parsed, st, stats)
+    at_ns = parsed[0]
+    if at_ns != st.iso_s:
+        st.iso_s, st.iso_k = at_ns, 0
+    spread = at_ns + min(st.iso_k, _ISO_SPREAD_MAX) * 1000
+    rec = _emit(line, off, (spread, parsed[1], parsed[2], parsed[3]), st, stats)
+    if rec is not None:
+        st.iso_k += 1
+    return rec
+
+
+_ISO_SPREAD_MAX = 999_999
+"""Triton's ISO8601 header says only the second, so every record of a busy second
+had the same time, and whatever detectors decide by time (a call admitted inside its
+caller's batch, a batch begun after a load) had no answer: a 20 ms batch began and ended at
+one instant (``nz_rank_hang_iso``: no callee learned), and the old instances' batches logged
+in the second of a reload counted as after it (``nz_cold_then_hang``). The n-th record of a
+second is placed n µs into it: order survives every comparison by time; durations under a
+second read as microseconds (deadlines then sit at their floors)."""
+
+
+def _emit(
+    line: bytes, off: int, parsed: tuple[int, LogLevel, int, int], st: _State, stats: ParseStats
+) -> Event | None:
     at_ns, level, src, close = parsed
     colon = line.find(b":", src, close)
     if colon < 0 or not line[colon + 1 : close].isdigit() or not _FNAME.fullmatch(line[src:colon]):
@@ -788,6 +821,7 @@ def parse_lines(
         stats = ParseStats()
     clock = _Clock(year, utc_offset_s)
     st = _State()
+    st.iso_s, st.iso_k = stats.iso_second_ns, stats.iso_in_second
     glog_cache = clock.glog
     levels = _LEVELS
     sources = _source_cache()
@@ -895,6 +929,7 @@ def parse_lines(
         skipped["info"] += n_info
         stats.resume_offset = off
         stats.last_at_ns = last_at or stats.last_at_ns
+        stats.iso_second_ns, stats.iso_in_second = st.iso_s, st.iso_k
 
 
 _Source = tuple[Any, str, int, tuple[bytes, ...]]

@@ -30,22 +30,10 @@ _SHARED_NAMES = (
     "'released N requests' lines carry no version, so instance lifecycles keyed by name "
     "interleave the two versions' batches: "
 )
-_ISO = (
-    "--log-format ISO8601 stamps whole seconds, and the detectors order events by time only, "
-    "not by their order in the log: "
-)
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "nz_rank_hang_iso": _ISO + "no execution of nz_router contains an admission of nz_rank, "
-    "so waits.py learns no callee ('it makes no BLS calls'): the nz_router finding does not "
-    "name nz_rank, and nz_rank gets a second hung_request of its own",
-    "nz_cold_then_hang": _ISO + "the old nz_embed instances' batches logged in the same "
-    "second as \"successfully loaded 'nz_embed'\" count as the first executions after the "
-    "load (cold_start.py compares start_ns >= load.at_ns), so the 4 s first execute is not "
-    "first: no cold_start; and the nz_router hung_request does not name nz_rank (as "
-    "nz_rank_hang_iso)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""

@@ -195,6 +195,7 @@ def parse_lines_regex(
     at_ns = 0
     block = 0
     last_month = 0
+    iso_s = iso_k = 0  # the parser's ISO8601 spread: n-th record of a second at n µs
     for line in lines:
         n = len(line)
         if not n:
@@ -239,6 +240,11 @@ def parse_lines_regex(
                 if g["glv"] is not None:
                     last_month = mo
                 at_ns = (calendar.timegm((*ymd, *hms)) - shift) * 1_000_000_000 + us * 1000
+                iso = g["glv"] is None
+                if iso:
+                    if at_ns != iso_s:
+                        iso_s, iso_k = at_ns, 0
+                    at_ns += min(iso_k, 999_999) * 1000
                 hdr = LogRecord(
                     at_ns,
                     LogLevel(_u(lv or b"")),
@@ -254,6 +260,8 @@ def parse_lines_regex(
                 rec = None
             if rec is not None:
                 stats.records += 1
+                if g["glv"] is None:
+                    iso_k += 1
                 yield rec
         elif _HEADISH.match(line):
             stats.skipped["malformed_header"] += 1

@@ -281,3 +281,19 @@ def test_invalid_gives_no_record_and_neighbours_survive(name: str, bad: bytes) -
     assert parsed(bad).records == 0
     r = parsed(STATE + bad + b"\n" + STATE)
     assert [row[1] for row in r.rows["state"]] == [0, len(STATE) + len(bad) + 1]
+
+
+def test_iso8601_records_of_one_second_keep_their_order_in_time() -> None:
+    """``--log-format ISO8601`` stamps whole seconds: the n-th record of a second is placed
+    n µs into it, across a tailer's calls too (the same ``ParseStats``), and a line that
+    gives no record (an info line) moves nothing."""
+    line = b'2026-11-22T03:26:19Z I 7400 python_be.cc:1273] "model m, instance m_0, executing 1 requests"\n'
+    info = b'2026-11-22T03:26:19Z I 7400 server.cc:1 "nothing of interest"\n'.replace(
+        b'.cc:1 "', b'.cc:1] "'
+    )
+    later = line.replace(b"03:26:19Z", b"03:26:20Z")
+    stats = ParseStats()
+    first = list(parse_lines([line, info, line], year=2026, stats=stats))
+    second = list(parse_lines([line, later], year=2026, stats=stats))
+    at = [r.header.at_ns - ns(2026, 11, 22, 3, 26, 19) for r in [*first, *second]]
+    assert at == [0, 1000, 2000, 1_000_000_000]
