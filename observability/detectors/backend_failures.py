@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.window import Window
 
-__all__ = ["FAILURES", "SUCCESSES", "Failing", "Raised", "failing", "model_of_instance", "raised"]
+__all__ = [
+    "FAILURES",
+    "SUCCESSES",
+    "Failing",
+    "Raised",
+    "failing",
+    "model_of_instance",
+    "raised",
+    "raising",
+]
 
 FAILURES = "nv_inference_request_failure"
 SUCCESSES = "nv_inference_request_success"
@@ -117,6 +126,21 @@ def raised(window: Window) -> dict[str, list[Raised]]:
         r = _raised(line)
         if r is not None:
             out.setdefault(model_of_instance(r.instance), []).append(r)
+    return out
+
+
+def raising(window: Window, min_failures: float = 5.0) -> dict[str, tuple[Failing, list[Raised]]]:
+    """Models failing every request whose executes raised during that run: the stub is
+    alive. Model -> its run of failures and the error lines written in it."""
+    errors = raised(window)
+    if not errors:
+        return {}
+    out = {}
+    for f in failing(window, min_failures):
+        run = errors.get(f.model, ())
+        lines = [r for r in run if f.since_ns <= r.line.header.at_ns <= f.last_ns]
+        if lines:
+            out[f.model] = (f, lines)
     return out
 
 

@@ -19,8 +19,7 @@ from observability.detectors.backend_failures import (
     SUCCESSES,
     Failing,
     Raised,
-    failing,
-    raised,
+    raising,
 )
 from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
@@ -45,14 +44,7 @@ class ModelFailing:
     kind: str = "model_failing"
 
     def detect(self, window: Window) -> list[Finding]:
-        errors = raised(window)
-        if not errors:
-            return []
-        runs: dict[str, tuple[Failing, list[Raised]]] = {}
-        for f in failing(window, self.min_failures):
-            lines = [r for r in errors.get(f.model, ()) if r.line.header.at_ns <= f.last_ns]
-            if lines:
-                runs[f.model] = (f, lines)
+        runs = raising(window, self.min_failures)
         # A caller that only passes a failing child's error up fails because of it: one
         # finding, the child's, naming its callers (one bug paged once, at its own code).
         passed_up = {

@@ -28,7 +28,7 @@ from observability.detectors.backend_failures import (
     Failing,
     failing,
     model_of_instance,
-    raised,
+    raising,
 )
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.window import Window
@@ -59,7 +59,7 @@ class StubUnhealthyDetector:
     def detect(self, window: Window) -> list[Finding]:
         lines = window.logs(ev.StubHealth)
         found = self._from_log(window, lines) if lines else []
-        named = {f.model for f in found} | set(raised(window))  # those are model_failing
+        named = {f.model for f in found} | set(raising(window, self.min_failures))  # alive
         python = {
             r.model
             for r in window.logs(ev.InstanceExecuting)
