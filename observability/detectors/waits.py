@@ -360,9 +360,12 @@ def _learn_callees(inst: Instances) -> dict[str, set[str]]:
         hi = bisect_right(times, max(e.start_ns, e.end_ns - step_end_ns))
         row = hits.setdefault(e.model, {})
         at = seen.setdefault(e.model, {})
+        here: set[str] = set()
         for i in range(lo, hi):
-            at.setdefault(admitted[i][1], set()).add(i)
-        for m in {m for _, m in admitted[lo:hi]} - {e.model}:
+            callee = admitted[i][1]
+            here.add(callee)
+            at.setdefault(callee, set()).add(i)
+        for m in here - {e.model}:
             row[m] = row.get(m, 0) + 1
     out: dict[str, set[str]] = {}
     for model, n in batches.items():
