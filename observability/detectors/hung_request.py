@@ -138,14 +138,7 @@ class HungRequestDetector:
             f"batch past its {deadline:g} s deadline without releasing it: {held}"
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
-        summary += "; " + _describe_calls(
-            calls,
-            now,
-            self.max_children_named,
-            waits,
-            model,
-            _ensembles_called(window, waits, calls),
-        )
+        summary += "; " + _describe_calls(calls, now, self.max_children_named, waits, model, window)
         last = None if calls else last_call(window, waits.instances, stuck)
         if last is not None:
             summary += "; " + last.describe()
@@ -208,12 +201,7 @@ class HungRequestDetector:
                 summary += f" and {len(waits) - self.max_children_named} more"
         else:
             summary += "; " + _describe_calls(
-                calls,
-                now,
-                self.max_children_named,
-                analysis,
-                model,
-                _ensembles_called(window, analysis, calls),
+                calls, now, self.max_children_named, analysis, model, window
             )
         last = None
         if not waits and not calls and execution is not None:
@@ -311,7 +299,7 @@ def _describe_calls(
     limit: int,
     waits: Waits,
     model: str,
-    ensembles: Mapping[int, str] | None = None,
+    window: Window,
 ) -> str:
     """What an id-less wait is on, each open call once, grouped by the model called; never
     claims no call is open when one may be. A model whose completed batches were never seen
@@ -328,9 +316,10 @@ def _describe_calls(
             "response it awaits was never sent"
         )
     by_model: dict[tuple[str, Execution | None], list[Call]] = {}
+    ensembles = _ensembles_called(window, waits, calls)
     for call in _distinct(calls):
         callee = call.request.model
-        ensemble = (ensembles or {}).get(id(call))
+        ensemble = ensembles.get(id(call))
         if ensemble is not None:
             callee = f"the ensemble {ensemble}, in its step {callee}"
         by_model.setdefault((callee, _through(call, model)), []).append(call)
