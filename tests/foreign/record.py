@@ -176,11 +176,43 @@ _RECSYS = (
         ),
     ),
     Scenario(
+        "rec_thread_pool_exhaustion_iso",
+        "recsys",
+        "`--log-format ISO8601` (second resolution): one request makes rec_orchestrator fan "
+        "out 48 concurrent async_exec calls to rec_scorer (60 ms per child batch); asyncio's "
+        "default executor of that stub has min(32, cpu + 4) = 6 threads on this 2-core host, "
+        "so the calls run 6 at a time",
+        (("thread_pool_exhaustion", "rec_orchestrator"),),
+        log_format="ISO8601",
+        injections=(
+            Injection(5, 1, {"rec_fault": "fanout", "score_ms": 60}, 60, "48 async_exec at once"),
+        ),
+    ),
+    Scenario(
         "rec_instance_saturation",
         "recsys",
         "rec_scorer (one instance) becomes slow, 0.4 s per batch for 20 s, while 4 more "
         "clients join the 2: every rec_orchestrator instance waits on it and its queue grows",
         (("instance_saturation", "rec_scorer"),),
+        injections=(
+            Injection(
+                5,
+                1,
+                {"rec_fault": "slow_scorer", "slow_for_s": 20, "slow_batch_s": 0.4},
+                60,
+                "rec_scorer slow (0.4 s per batch) from now for 20 s",
+            ),
+            Injection(5, 4, {}, 15, "4 more clients, each resending for 20 s", repeat_s=20),
+        ),
+    ),
+    Scenario(
+        "rec_instance_saturation_iso",
+        "recsys",
+        "`--log-format ISO8601` (second resolution): rec_scorer (one instance) becomes slow, "
+        "0.4 s per batch for 20 s, while 4 more clients join the 2: every rec_orchestrator "
+        "instance waits on it and its queue grows",
+        (("instance_saturation", "rec_scorer"),),
+        log_format="ISO8601",
         injections=(
             Injection(
                 5,
@@ -375,6 +407,19 @@ _ASR = (
         ),
     ),
     Scenario(
+        "asr_beam_stall_iso",
+        "asr",
+        "`--log-format ISO8601` (second resolution): one request whose decoupled asr_beam "
+        "sends 2 of its 6 tokens and returns without the final flag (the sender kept in a "
+        "session table): the router's `for response in exec(decoupled=True)` never ends and "
+        "holds its instance",
+        (("hung_request", "asr_router"),),
+        log_format="ISO8601",
+        injections=(
+            Injection(5, 1, {"asr_fault": "beam_stall"}, 60, "asr_beam stops after 2 tokens"),
+        ),
+    ),
+    Scenario(
         "asr_beam_hang",
         "asr",
         "one request whose decoupled asr_beam (1 instance) sleeps 300 s in execute before its "
@@ -496,6 +541,30 @@ _VISION = (
         "into the served repository and the ensemble is loaded again; Triton refuses it "
         "('is not written ... is not connected')",
         (("ensemble_fanout", "vis_ensemble"),),
+        model_control="explicit",
+        injections=(
+            Injection(
+                5,
+                1,
+                {},
+                60,
+                "deploy a miswired vis_ensemble config and load it",
+                "swap_config",
+                "vis_ensemble",
+                source="variants/vision/vis_ensemble.miswired.pbtxt",
+            ),
+        ),
+        note=_MISWIRED_NOTE,
+    ),
+    Scenario(
+        "vis_ensemble_miswired_iso",
+        "vision",
+        "`--log-format ISO8601` (second resolution): model control explicit: 5 s in, an "
+        "edited vis_ensemble config whose vis_embed step reads vis_resize's model-side output "
+        "name instead of the ensemble tensor is written into the served repository and the "
+        "ensemble is loaded again; Triton refuses it ('is not written ... is not connected')",
+        (("ensemble_fanout", "vis_ensemble"),),
+        log_format="ISO8601",
         model_control="explicit",
         injections=(
             Injection(
@@ -736,6 +805,17 @@ _CHAIN = (
         "call never starts; every later sub-query queues at ch_planner and both ch_gateway "
         "instances wait",
         (("bls_deadlock", "ch_planner"),),
+        injections=(Injection(5, 1, {"ch_fault": "replan"}, 60, "ch_planner exec()s itself"),),
+    ),
+    Scenario(
+        "ch_self_deadlock_iso",
+        "chain",
+        "`--log-format ISO8601` (second resolution): one request takes ch_planner's rare "
+        "re-planning path: the planner exec()s ch_planner (itself) through BLS while its only "
+        "instance is busy with that very call, so the call never starts; every later "
+        "sub-query queues at ch_planner and both ch_gateway instances wait",
+        (("bls_deadlock", "ch_planner"),),
+        log_format="ISO8601",
         injections=(Injection(5, 1, {"ch_fault": "replan"}, 60, "ch_planner exec()s itself"),),
     ),
     Scenario(
@@ -1143,6 +1223,19 @@ SCENARIOS: dict[str, Scenario] = {
             "-> A) while both text_det instances wait on det_backbone: the calls back can "
             "never start, and the healthy load queues behind them",
             (("bls_deadlock", "text_det"),),
+            injections=(
+                Injection(5, 2, {"ocr_fault": "cycle"}, 60, "det_backbone exec()s text_det"),
+            ),
+        ),
+        Scenario(
+            "ocr_cycle_deadlock_iso",
+            "ocr",
+            "`--log-format ISO8601` (second resolution): two concurrent requests whose "
+            "det_backbone calls text_det back through BLS (A -> B -> A) while both text_det "
+            "instances wait on det_backbone: the calls back can never start, and the healthy "
+            "load queues behind them",
+            (("bls_deadlock", "text_det"),),
+            log_format="ISO8601",
             injections=(
                 Injection(5, 2, {"ocr_fault": "cycle"}, 60, "det_backbone exec()s text_det"),
             ),

@@ -34,6 +34,11 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
+    "rec_thread_pool_exhaustion_iso": "ISO8601 whole seconds: the 48 async_exec children of "
+    "the fan-out are logged in one second (02:55:27Z: 56 rec_scorer admissions, 32 in a healthy "
+    "second), 1 us apart in file order, so idless_fan_outs sees one wave (no gap over 1 ms) "
+    "and a last wait of microseconds (< min_waves 3, < min_wait_s 0.1 s): no "
+    "thread_pool_exhaustion (the glog original: 37 calls, about 6 at once, last waited 0.91 s)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
