@@ -13,9 +13,10 @@ Why it is shaped like this:
   2.51), and runs no regex; regexes run only for lines that do not start with a header.
 * Both header forms of 2.51 are read: glog ``I1122 03:20:14.655239 2106 file.cc:132] msg``
   and ``--log-format ISO8601`` ``2026-11-22T03:20:14Z I 2106 file.cc:132] msg`` (second
-  resolution: the n-th record of a second is placed n µs into it, ``_ISO_SPREAD_MAX``). On 2.51 both are printed in UTC even with ``TZ`` set; glog has no year, so
-  the caller passes ``year`` (and ``utc_offset_s`` for a build that prints local time). A
-  December-to-January step in glog month bumps the year.
+  resolution: the n-th record of a second is placed n µs into it, ``_ISO_SPREAD_MAX``). On
+  2.51 both are printed in UTC even with ``TZ`` set; glog has no year, so the caller passes
+  ``year`` (and ``utc_offset_s`` for a build that prints local time). A December-to-January
+  step in glog month bumps the year.
 * Messages are JSON strings since 24.06 and bare text before; both are accepted. Headerless
   lines are either the continuation of the previous record (tables and protobuf configs
   after an empty or ``...: "`` message, the legacy multi-line ``prepared:`` record) or
