@@ -31,6 +31,7 @@ __all__ = [
     "model_of_instance",
     "raised",
     "raising",
+    "short",
 ]
 
 FAILURES = "nv_inference_request_failure"
@@ -129,14 +130,14 @@ def raised(window: Window) -> dict[str, list[Raised]]:
     return out
 
 
-def raising(window: Window, min_failures: float = 5.0) -> dict[str, tuple[Failing, list[Raised]]]:
-    """Models failing every request whose executes raised during that run: the stub is
-    alive. Model -> its run of failures and the error lines written in it."""
+def raising(window: Window, runs: list[Failing]) -> dict[str, tuple[Failing, list[Raised]]]:
+    """Of ``runs`` (``failing``), the models whose executes raised during their run: the stub
+    is alive. Model -> its run of failures and the error lines written in it."""
     errors = raised(window)
     if not errors:
         return {}
     out = {}
-    for f in failing(window, min_failures):
+    for f in runs:
         run = errors.get(f.model, ())
         lines = [r for r in run if f.since_ns <= r.line.header.at_ns <= f.last_ns]
         if lines:
@@ -162,3 +163,8 @@ def _raised(line: ev.ErrorLine) -> Raised | None:
     inner = _RAISED.search(body)
     child = model_of_instance(inner.group("instance")) if inner else ""
     return Raised(line, m.group("instance"), exception, message.strip(), frames, child)
+
+
+def short(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, for a finding's summary."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -19,13 +19,17 @@ from observability.detectors.backend_failures import (
     SUCCESSES,
     Failing,
     Raised,
+    failing,
     raising,
+    short,
 )
 from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["ModelFailing"]
+
+_SUMMARY_CHARS = 300
 
 ADVICE = (
     "The model's own code raises on every request (a bad deploy, a changed input, a missing "
@@ -44,7 +48,7 @@ class ModelFailing:
     kind: str = "model_failing"
 
     def detect(self, window: Window) -> list[Finding]:
-        runs = raising(window, self.min_failures)
+        runs = raising(window, failing(window, self.min_failures))
         # A caller that only passes a failing child's error up fails because of it: one
         # finding, the child's, naming its callers (one bug paged once, at its own code).
         passed_up = {
@@ -71,7 +75,7 @@ class ModelFailing:
         summary = (
             f"Every request to {f.model} has failed in its backend for "
             f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success): "
-            f"its execute raises {what}: {_short(last.message)}{where} "
+            f"its execute raises {what}: {short(last.message.strip(), _SUMMARY_CHARS)}{where} "
             f"({len(lines)} error line(s) on {', '.join(instances)}"
             + (f"; also {', '.join(others)}" if others else "")
             + "). The stub is alive: Triton logged the exception for each failed batch."
@@ -82,7 +86,12 @@ class ModelFailing:
             )
             summary += "."
         evidence = [
-            Evidence("log", r.line.header.at_ns, log_ref(r.line.header.offset), _short(r.line.text))
+            Evidence(
+                "log",
+                r.line.header.at_ns,
+                log_ref(r.line.header.offset),
+                short(r.line.text.strip(), _SUMMARY_CHARS),
+            )
             for r in [lines[0], *lines[1:][-(self.max_evidence - 2) :]]
         ]
         evidence.append(
@@ -110,8 +119,3 @@ def _only_child(lines: list[Raised]) -> str | None:
     """The one child whose error every line passes up, else ``None``."""
     children = {r.child for r in lines}
     return children.pop() if len(children) == 1 and "" not in children else None
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."

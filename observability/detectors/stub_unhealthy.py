@@ -29,6 +29,7 @@ from observability.detectors.backend_failures import (
     failing,
     model_of_instance,
     raising,
+    short,
 )
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.window import Window
@@ -59,16 +60,15 @@ class StubUnhealthyDetector:
     def detect(self, window: Window) -> list[Finding]:
         lines = window.logs(ev.StubHealth)
         found = self._from_log(window, lines) if lines else []
-        named = {f.model for f in found} | set(raising(window, self.min_failures))  # alive
+        runs = failing(window, self.min_failures)
+        named = {f.model for f in found} | set(raising(window, runs))  # alive: model_failing
         python = {
             r.model
             for r in window.logs(ev.InstanceExecuting)
             if r.header.source_file.startswith("python")
         }
         return found + [
-            self._failing_finding(f, f.model in python)
-            for f in failing(window, self.min_failures)
-            if f.model not in named
+            self._failing_finding(f, f.model in python) for f in runs if f.model not in named
         ]
 
     def _failing_finding(self, f: Failing, python: bool) -> Finding:
@@ -122,11 +122,11 @@ class StubUnhealthyDetector:
         victims = [v for line in group if (v := _victim(line, by_instance, slack)) is not None]
         text = first.detail.strip().split("\n")[0]
         if "not healthy" in first.detail:
-            summary = f"The python stub of {instance or model} is dead ('{_short(text)}')"
+            summary = f"The python stub of {instance or model} is dead ('{short(text, 160)}')"
         elif "Non-graceful termination" in first.detail:
             summary = f"A python stub of {model} was terminated non-gracefully"
         else:
-            summary = f"A python stub of {model} failed to start or restart ('{_short(text)}')"
+            summary = f"A python stub of {model} failed to start or restart ('{short(text, 160)}')"
         summary += f", seen {len(group)} time(s)"
         if victims:
             summary += (
@@ -171,7 +171,3 @@ def _victim(
                 return c
             return None
     return None
-
-
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
