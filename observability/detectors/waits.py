@@ -245,7 +245,8 @@ def analyse(
         ]
         if known and len(known) < len(cands):
             callers[rid] = known
-    pending = [(p, r) for p, r in pending if any(c is p for c in callers[id(r)])]
+    kept = {rid: {id(c) for c in cands} for rid, cands in callers.items()}
+    pending = [(p, r) for p, r in pending if id(p) in kept[id(r)]]
     # Each request's owner once (the latest-started of its candidate callers), not once per
     # candidate: thousands of open batches made that quadratic.
     owners = {rid: max(cands, key=lambda c: c.start_ns) for rid, cands in callers.items()}
