@@ -213,10 +213,18 @@ class BlsDeadlockDetector:
                 f"{child.model} -> {caller.model} -> {child.model}: {caller.instance} of "
                 f"{caller.model}, itself waited on by {child.model}, issued the queued call"
             )
+        after_s = (child.prepared_ns - caller.start_ns) / 1e9
+        admitted = (
+            f"{after_s * 1e3:.0f} ms after its caller started"
+            if not waits.whole_seconds
+            else "in the second its caller started"
+            if after_s < 1.0
+            else f"{after_s:.0f} s after its caller started"
+        )
         summary = (
             f"{holder.instance} of {child.model} has been executing {who} for "
             f"{holder.age_s(now):.1f} s while a request to {child.model} (no request id) admitted "
-            f"{(child.prepared_ns - caller.start_ns) / 1e6:.0f} ms after its caller started has "
+            f"{admitted} has "
             f"been queued for {(now - child.prepared_ns) / 1e9:.1f} s, and every known instance "
             f"of {child.model} is held by a batch that waits only on blocked calls: a BLS "
             f"deadlock through the instances ({through})"

@@ -108,7 +108,7 @@ class ColdStart:
                 head = after[:served]
                 slow = max(head, key=lambda e: e.seconds, default=None)
                 after = [slow, *[e for e in after if e is not slow]] if slow else after
-            finding = self._check(load, after, per_instance=served == 1)
+            finding = self._check(load, after, served == 1, window.whole_seconds)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
             known = worst.get(load.model)
@@ -119,17 +119,33 @@ class ColdStart:
         return [f for f in found if not any(g is not f and _within(g, f) for g in found)]
 
     def _check(
-        self, load: Load, after: list[Execution], per_instance: bool = True
+        self, load: Load, after: list[Execution], per_instance: bool, whole_seconds: bool
     ) -> Finding | None:
+        """``whole_seconds``: the log's times are whole seconds (``Window.whole_seconds``), so
+        a batch's duration may be a second off: a 0.1 ms batch whose two lines straddle a
+        second boundary reads 1.00 s (``ch_self_deadlock_iso``: a false cold start on
+        ch_gateway), and a cold start must be a second longer to be told."""
         if len(after) < 1 + self.min_steady:
             return None
         first, rest = after[0], after[1 : 1 + self.steady_executions]
         steady = _steady(rest)
         if (
-            first.seconds - _resolution_s(first) <= self.min_s
+            first.seconds - (1.0 if whole_seconds else 0.0) <= self.min_s
             or first.seconds <= self.ratio * steady
         ):
             return None
+        coarse = whole_seconds and steady < 1.0
+        against = (
+            "against a steady state under a second (the log's times are whole seconds, "
+            "--log-format ISO8601)"
+            if coarse
+            else f"{first.seconds / max(steady, 1e-6):.0f}x its steady {steady * 1000:.1f} ms"
+        )
+        quartile = (
+            "under a second (whole-second log times)"
+            if coarse
+            else f"{steady * 1000:.1f} ms (max {max(e.seconds for e in rest) * 1000:.1f} ms)"
+        )
         model = load.model
         version = f" (version {load.version})" if load.version is not None else ""
         others = self._other_cold(first, after, steady) if per_instance else []
@@ -148,8 +164,7 @@ class ColdStart:
             summary=(
                 f"The first execution of '{model}'{version} after it was (re)loaded, on "
                 f"{first.instance}, took "
-                f"{first.seconds:.2f} s, {first.seconds / max(steady, 1e-6):.0f}x its steady "
-                f"{steady * 1000:.1f} ms{also}."
+                f"{first.seconds:.2f} s, {against}{also}."
             ),
             advice=(
                 f"Warm '{model}' up before it serves: add a model_warmup entry to its "
@@ -178,8 +193,7 @@ class ColdStart:
                     "log",
                     rest[-1].end_ns,
                     f"triton.log@{rest[0].offset}",
-                    f"lower quartile of the next {len(rest)} executions {steady * 1000:.1f} ms "
-                    f"(max {max(e.seconds for e in rest) * 1000:.1f} ms)",
+                    f"lower quartile of the next {len(rest)} executions {quartile}",
                 ),
                 *(
                     Evidence(
@@ -204,22 +218,6 @@ class ColdStart:
             firsts.setdefault(e.instance, e)
         limit = max(self.min_s, self.ratio * steady)
         return [e for i, e in firsts.items() if i != first.instance and e.seconds > limit]
-
-
-def _resolution_s(e: Execution) -> float:
-    """How far off the log's clock may put a batch's duration: a second when both its lines
-    came from whole-second headers (``--log-format ISO8601``; the parser places the n-th
-    record of a second n µs into it, so such times sit in a second's first milliseconds).
-    A 0.1 ms batch whose two lines straddle a second boundary reads 1.00 s there
-    (``ch_self_deadlock_iso``: a false cold start on ch_gateway)."""
-    coarse = all(t is not None and t % 1_000_000_000 < _SPREAD_NS for t in (e.start_ns, e.end_ns))
-    return 1.0 if coarse else 0.0
-
-
-_SPREAD_NS = 50_000_000
-"""Sub-second parts below this are taken for the parser's ISO8601 spread (50,000 records in
-one second); a glog time falls there one time in twenty, so both ends of a batch one in 400,
-and then a cold start must be a second longer to be told."""
 
 
 def _steady(rest: list[Execution]) -> float:

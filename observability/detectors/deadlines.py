@@ -51,13 +51,21 @@ class DeadlinePolicy:
             return self.ceiling_s
         return min(self.ceiling_s, max(self.floor_s, self.multiple * p99(durations_s)))
 
-    def explain(self, model: str, durations_s: Sequence[float]) -> str:
-        """Why this deadline, for a finding's text."""
+    def explain(self, model: str, durations_s: Sequence[float], whole_seconds: bool = False) -> str:
+        """Why this deadline, for a finding's text. ``whole_seconds``: the durations come
+        from a log of whole-second times (``Window.whole_seconds``), so a p99 under a second
+        is not quoted as the microseconds it reads."""
         if model in self.overrides:
             return f"the deadline set for {model}"
         if len(durations_s) < self.min_samples:
             return "the fixed deadline (too few executions seen to learn its latency)"
+        q = p99(durations_s)
+        said = (
+            "under a second (the log's times are whole seconds, --log-format ISO8601)"
+            if whole_seconds and q < 1.0
+            else f"of {q * 1e3:.0f} ms"
+        )
         return (
-            f"{self.multiple:g} x its p99 of {p99(durations_s) * 1e3:.0f} ms over "
-            f"{len(durations_s)} executions, within [{self.floor_s:g} s, {self.ceiling_s:g} s]"
+            f"{self.multiple:g} x its p99 {said} over {len(durations_s)} executions, within "
+            f"[{self.floor_s:g} s, {self.ceiling_s:g} s]"
         )

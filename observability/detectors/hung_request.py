@@ -135,7 +135,7 @@ class HungRequestDetector:
         deadline = waits.deadline_s(model)
         summary = (
             f"{len(stuck)} of {known} known instance(s) of {model} have been executing one "
-            f"batch past its {deadline:g} s deadline without releasing it: {held}"
+            f"batch past its {deadline:.3g} s deadline without releasing it: {held}"
         )
         calls = [c for e in stuck for c in waits.leaves(e)]
         summary += "; " + _describe_calls(calls, now, self.max_children_named, waits, model, window)
@@ -437,7 +437,7 @@ def _victims_text(waits: Waits, models: list[str], now: int) -> str:
             named = f" ({', '.join(repr(i) for i in ids)}{more})" if ids else ""
             parts.append(
                 f"{len(victims)} request(s) queued for {model} past its "
-                f"{waits.deadline_s(model):g} s deadline{named}"
+                f"{waits.deadline_s(model):.3g} s deadline{named}"
             )
     return ("; behind it: " + "; ".join(parts)) if parts else ""
 

@@ -303,8 +303,8 @@ class ModelStalled:
             f"{drain.model} does not complete its work: while Triton shut down, its "
             f"{drain.count} in-flight inference{'s' if drain.count != 1 else ''} did not go "
             f"down for {drain.seconds:.0f} s ({len(drain.lines)} drain lines)"
-            + (f", past its {deadline:g} s deadline." if past else
-               f"; the log stops before its {deadline:g} s deadline.")
+            + (f", past its {deadline:.3g} s deadline." if past else
+               f"; the log stops before its {deadline:.3g} s deadline.")
             + " Seen from the shutdown drain only: the verbose log (--log-verbose 1) would "
             "tell which requests and instances hold it."
         )  # fmt: skip
@@ -346,7 +346,7 @@ class ModelStalled:
         queued = f"{stall.queued:g} request{'s' if stall.queued != 1 else ''}"
         summary = (
             f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
-            f"of queued work with no execution, past its {deadline:g} s deadline ({why}). "
+            f"of queued work with no execution, past its {deadline:.3g} s deadline ({why}). "
             "Seen from metrics only: Triton's verbose log (--log-verbose 1) would tell which "
             "request and instance hold it."
         )

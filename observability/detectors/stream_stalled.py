@@ -240,7 +240,8 @@ class StreamStalled:
         resumed = [s for s in streams if any(g / 1e9 > deadline for g in s.gaps_ns)]
         if not stalled and not resumed:
             return None
-        why = policy.explain(model, gaps).replace("executions", "response gaps")
+        why = policy.explain(model, gaps, window.whole_seconds)
+        why = why.replace("executions", "response gaps")
         if stalled:
             summary = (
                 f"{len(stalled)} gRPC response stream(s) of {model} stalled now: "
@@ -250,7 +251,7 @@ class StreamStalled:
                     if len(stalled) > self.max_named
                     else ""
                 )
-                + f"; past the {deadline:g} s stall deadline ({why})"
+                + f"; past the {deadline:.3g} s stall deadline ({why})"
             )
             severity, shown = Severity.CRITICAL, stalled
         else:
@@ -258,7 +259,7 @@ class StreamStalled:
             summary = (
                 f"{len(resumed)} gRPC response stream(s) of {model} stalled and then went on, "
                 f"the longest gap {max(max(s.gaps_ns) for s in resumed) / 1e9:.1f} s (stall "
-                f"deadline {deadline:g} s: {why})"
+                f"deadline {deadline:.3g} s: {why})"
                 + (f"; {cancelled} of them ended when the client cancelled" if cancelled else "")
             )
             severity, shown = Severity.WARNING, resumed

@@ -91,6 +91,8 @@ class Waits:
     """id(execution) -> its possible BLS calls, oldest first."""
     callers: dict[int, list[Execution]]
     """id(admitted request) -> the open batches that could have issued it."""
+    whole_seconds: bool = False
+    """The log's times are whole seconds (``Window.whole_seconds``)."""
 
     def deadline_s(self, model: str) -> float:
         return self.deadline.get(model, self.policy.ceiling(model))
@@ -135,7 +137,8 @@ class Waits:
         ]
 
     def explain(self, model: str) -> str:
-        return self.policy.explain(model, self.instances.durations_s(model))
+        durations = self.instances.durations_s(model)
+        return self.policy.explain(model, durations, self.whole_seconds)
 
 
 _cache: dict[tuple[int, tuple[object, ...]], tuple[weakref.ref[Window], Waits]] = {}
@@ -148,6 +151,7 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     if hit is not None and hit[0]() is window:
         return hit[1]
     result = analyse(instances_of(window), policy, origins_of(window))
+    result.whole_seconds = window.whole_seconds
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 

@@ -15,9 +15,17 @@ from typing import Any, TypeVar, overload
 from observability import events as ev
 from observability.store import Store
 
-__all__ = ["Window"]
+__all__ = ["ISO_SPREAD_NS", "Window"]
 
 R = TypeVar("R")
+
+ISO_SPREAD_NS = 50_000_000
+"""An ISO8601 header (``--log-format ISO8601``) has whole seconds; the parser places the
+n-th record of a second n µs into it, so such times sit in a second's first 50 ms (50,000
+records). A glog time falls there one time in twenty."""
+_WHOLE_SECONDS_MIN = 8
+"""Records needed to call a log whole-second: eight glog times all in the first 50 ms of
+their seconds happen once in 4e10 windows."""
 
 
 @dataclass
@@ -67,6 +75,15 @@ class Window:
         if len(kinds) == 1:
             return [logs[i] for i in index.get(kinds[0], ())]
         return [logs[i] for i in sorted(i for k in kinds for i in index.get(k, ()))]
+
+    @cached_property
+    def whole_seconds(self) -> bool:
+        """Whether the log's times are whole seconds (``--log-format ISO8601``): a batch
+        under a second then reads as microseconds, so a finding must not quote it in ms."""
+        stamps = [h.at_ns for e in self._logs if (h := getattr(e, "header", None)) is not None]
+        return len(stamps) >= _WHOLE_SECONDS_MIN and all(
+            t % 1_000_000_000 < ISO_SPREAD_NS for t in stamps
+        )
 
     @cached_property
     def _log_index(self) -> dict[type, list[int]]:
