@@ -393,17 +393,22 @@ CATALOGUE: tuple[Pathology, ...] = (
     Pathology(
         "model_failing",
         "critical",
-        "Every request to a model fails: its own execute raises",
+        "Every request to a model fails: its own execute raises, or it answers errors",
         "ModelFailing",
         "TritonModelFailing",
         "findings.rules.yml",
         ("nv_inference_request_failure", "nv_inference_request_success"),
         (),
         "tests/detectors/test_model_failing.py",
-        needs=(frozenset({"log", "metrics"}),),
+        needs=(frozenset({"log", "metrics"}), frozenset({"verbose_log"})),
         sight=Sight(
             _YES,
-            ("yes", "the python backend logs each raised exception at any verbosity"),
+            (
+                "partly",
+                "the python backend logs each raised exception at any verbosity; error "
+                "responses, which Triton counts as successes, show only as responses without "
+                "outputs in the verbose log",
+            ),
             _YES,
         ),
     ),

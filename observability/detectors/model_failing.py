@@ -1,4 +1,4 @@
-"""model_failing: every request to a model fails because its own ``execute`` raises.
+"""model_failing: every request to a model fails, because its ``execute`` raises or answers errors.
 
 Why a kind of its own: a model that fails every request after a bad deploy is an outage its
 clients see as errors, and the one thing its owner needs is the exception and where it was
@@ -7,6 +7,10 @@ cause, and the same counters are what a dead stub leaves (``stub_unhealthy``); t
 backend's error line per failed batch tells which (``backend_failures.py``). Before this kind
 such a model was reported as a dead stub "with no line written", which sent its owner to dmesg
 instead of to the traceback Triton had logged (tests/fixtures/foreign/README.md, Round 7).
+
+A model that *returns* an error response for every request raises nothing, and Triton counts
+those requests as successes: only the verbose log's responses without outputs show it
+(``empty_answers.py``). That is the same outage for its clients, so the same kind.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from observability import events as ev
 from observability.detectors.backend_failures import (
     FAILURES,
     SUCCESSES,
@@ -23,7 +28,10 @@ from observability.detectors.backend_failures import (
     raising,
     short,
 )
+from observability.detectors.empty_answers import EmptyRun, answering_empty
+from observability.detectors.instances import instances_of
 from observability.detectors.requests import log_ref
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -40,15 +48,39 @@ ADVICE = (
 )
 
 
+ERROR_ADVICE = (
+    "The model returns an error response (pb_utils.InferenceResponse(error=...), or a "
+    "decoupled sender's error) for every request: its clients get that error's text, while "
+    "Triton 2.51 counts the requests as successes, so no failure rate alerts. Read the error a "
+    "client receives, or log it in the model (pb_utils.Logger) where it builds the error; "
+    "check what changed when the run began (a reload, a config parameter, an input the "
+    "clients now send) and fix or roll it back. Count error responses in the model itself "
+    "(a pb_utils.MetricFamily counter) so the next one is alerted on."
+)
+
+
+def _counted_as_success(window: Window, model: str, run: EmptyRun) -> str | None:
+    """How /metrics counted the run's requests, when it counted them as successes."""
+    points = [(at, s.value) for _t, at, s in window.samples(SUCCESSES) if s.label("model") == model]
+    inside = [v for at, v in points if run.since_ns <= at <= run.last_ns]
+    if len(inside) < 2 or inside[-1] <= inside[0]:
+        return None
+    return f"{SUCCESSES} rose by {inside[-1] - inside[0]:g} over the run"
+
+
 @dataclass
 class ModelFailing:
     min_failures: float = 5.0
     """Backend failures with no success, from /metrics, that make a failing model."""
     max_evidence: int = 5
+    timeout_slowdown: float = 5.0
+    """Error responses this many times slower than the model's answers (and 0.5 s or more)
+    while a hang is in progress are its calls' timeouts, not the model's own fault."""
     kind: str = "model_failing"
 
     def detect(self, window: Window) -> list[Finding]:
-        runs = raising(window, failing(window, self.min_failures))
+        failures = failing(window, self.min_failures)
+        runs = raising(window, failures)
         # A caller that only passes a failing child's error up fails because of it: one
         # finding, the child's, naming its callers (one bug paged once, at its own code).
         passed_up = {
@@ -59,11 +91,107 @@ class ModelFailing:
         callers: dict[str, list[Failing]] = {}
         for m, child in passed_up.items():
             callers.setdefault(child, []).append(runs[m][0])
-        return [
+        found = [
             self._finding(f, lines, callers.get(m, []))
             for m, (f, lines) in runs.items()
             if m not in passed_up
         ]
+        return found + self._answering_errors(window, {f.model for f in failures})
+
+    def _answering_errors(self, window: Window, failing_models: set[str]) -> list[Finding]:
+        """Models answering every request with an error response (``empty_answers.py``).
+        Not one that /metrics shows failing (a dead stub or a raising execute: the findings
+        above and ``stub_unhealthy``'s), nor a caller relaying the errors of a callee that
+        fails either way (the callee's finding names it), nor one whose errors are timeouts
+        of calls into a hang that began before them (its responses turned slow: the hang's
+        finding is the cause; ``asr_encoder_hang_bounded``)."""
+        runs = answering_empty(window)
+        if not runs:
+            return []
+        failing_or_empty = failing_models | {r.model for r in runs}
+        inst = instances_of(window)
+        calls = callees(inst)
+        hung_since = min((e.start_ns for e in inst.open.values()), default=None)
+        relays: dict[str, list[EmptyRun]] = {}
+        out = []
+        for run in runs:
+            if run.model in failing_models:
+                continue
+            called = sorted(calls.get(run.model, ()))
+            child = next((c for c in called if c in failing_or_empty), None)
+            if child is not None:
+                relays.setdefault(child, []).append(run)
+                continue
+            slowed = run.run_s >= max(self.timeout_slowdown * run.usual_s, 0.5)
+            if slowed and hung_since is not None and hung_since <= run.since_ns:
+                continue
+            out.append(run)
+        return [self._empty_finding(window, r, relays.get(r.model, [])) for r in out]
+
+    def _empty_finding(self, window: Window, run: EmptyRun, relays: list[EmptyRun]) -> Finding:
+        model = run.model
+        loaded = [
+            r
+            for r in window.logs(ev.ModelStateChange)
+            if r.model == model and r.state == "loaded" and r.header.at_ns <= run.since_ns
+        ]
+        since = (
+            f"since it was loaded {(run.since_ns - loaded[-1].header.at_ns) / 1e9:.1f} s before"
+            if loaded and run.since_ns - loaded[-1].header.at_ns < 60e9
+            else ""
+        )
+        outputs = ", ".join(run.outputs)
+        summary = (
+            f"{model} has answered every request with no output for "
+            f"{(run.last_ns - run.since_ns) / 1e9:.0f} s ({run.empty} of the last "
+            f"{run.responses} responses{', ' + since if since else ''}; before, {run.before} "
+            f"responses carried {outputs}): it returns error responses without raising, so "
+            "Triton logged no exception"
+        )
+        counted = _counted_as_success(window, model, run)
+        if counted is not None:
+            summary += f", and /metrics counts them as successes ({counted})"
+        summary += "."
+        if relays:
+            summary += " Its BLS callers answer empty with it, passing its error on: " + ", ".join(
+                f"{r.model} ({r.empty} responses)" for r in relays
+            )
+            summary += "."
+        evidence = [
+            Evidence(
+                "log",
+                run.answered.released_ns or 0,
+                log_ref(run.answered.released_offset or 0),
+                f"last response with outputs ({outputs}) on {run.answered.instance}",
+            ),
+            Evidence(
+                "log",
+                run.since_ns,
+                log_ref(run.first.released_offset or 0),
+                f"first response without any output, on {run.first.instance}",
+            ),
+            Evidence(
+                "log",
+                run.last_ns,
+                log_ref(run.last.released_offset or 0),
+                f"last response of the window, without any output, on {run.last.instance}",
+            ),
+        ]
+        if counted is not None:
+            evidence.append(
+                Evidence("metrics", run.last_ns, f'{SUCCESSES}{{model="{model}"}}', counted)
+            )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=model,
+            instance=run.instances[0] if len(run.instances) == 1 else None,
+            first_seen_ns=run.since_ns,
+            last_seen_ns=run.last_ns,
+            summary=summary,
+            evidence=tuple(evidence),
+            advice=ERROR_ADVICE,
+        )
 
     def _finding(self, f: Failing, lines: list[Raised], callers: list[Failing]) -> Finding:
         last = lines[-1]
