@@ -5,7 +5,7 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``: not the demo's names,
+``repos/noisy``, ``repos/doc``: not the demo's names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
@@ -88,7 +88,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud`` or ``noisy``."""
+    ``fraud``, ``noisy`` or ``doc``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -119,6 +119,10 @@ class Scenario:
     as a progressive-transcription client does."""
     clients: int = 2
     """How many background clients send at once."""
+    server_args: tuple[str, ...] = ()
+    """More tritonserver flags (``LabConfig.extra_args``), e.g. ``--rate-limit=...``;
+    ``{caches}`` stands for the wheel's ``tritonserver/caches`` folder (the response cache's
+    ``libtritoncache_local.so``, which Triton looks for in /opt/tritonserver/caches)."""
 
     @property
     def healthy(self) -> bool:
@@ -1198,6 +1202,333 @@ _NOISY = (
     ),
 )
 
+_DOC_ARGS = (
+    "--rate-limit=execution_count",
+    "--cache-config=local,size=1048576",
+    "--cache-directory={caches}",
+)
+_DOC_PIPELINE = (
+    "the document pipeline (doc_router, python BLS, async execute, 2 instances, splits each "
+    "document into its 2 to 4 pages and gathers one async_exec call per page to doc_layout, "
+    "dynamic batching, preferred 4 and 8, 5 ms, 2 instances that each need the "
+    "rate-limiter resource R of which the server has 1 (--rate-limit=execution_count: they "
+    "never execute at once), then one async_exec call to doc_extract, 1 instance, with "
+    "Triton's response cache, --cache-config local,size=1048576) under two id-less gRPC "
+    "clients"
+)
+_DOC_HANG: dict[str, str | int | float] = {"doc_fault": "layout_hang", "layout_hang_s": 300}
+_DOC_HANG_TEXT = (
+    "one document whose page-1 doc_layout batch never returns (a stuck forward pass): its "
+    "doc_router instance awaits the gathered layout calls forever, and the stuck doc_layout "
+    "instance keeps the one copy of R, so the rate limiter never lets the other doc_layout "
+    "instance run: every later page queues, both doc_router instances end up waiting, and "
+    "the clients time out (10 s) and send again"
+)
+_DOC_ONE_ALERT = (
+    "One hang, one alert: `hung_request` is expected on the model the clients call "
+    "(doc_router, whose requests never complete), and it must name the child that is stuck, "
+    "doc_layout (`mentions` in expected.json), as in nz_rank_hang."
+)
+_DOC_EXTRACT_HANG = Injection(
+    5,
+    1,
+    {"doc_fault": "extract_hang", "extract_hang_s": 300},
+    60,
+    "doc_extract sleeps 300 s in execute",
+)
+_DOC_EXTRACT_HANG_TEXT = (
+    "one document whose doc_extract batch never returns (a stuck lookup): doc_extract has "
+    "one instance, so every later call that the response cache does not answer queues "
+    "behind it, both doc_router instances end up waiting, and the clients time out (10 s) "
+    "and send again (until a miss holds the second doc_router instance too, documents "
+    "whose signature is in the cache still get answers)"
+)
+_DOC_COLD = Injection(
+    5,
+    1,
+    {"extract_cold_start_s": 4},
+    60,
+    "reload doc_extract with extract_cold_start_s=4 (repository API)",
+    "reload",
+    "doc_extract",
+)
+
+_DOC = (
+    Scenario(
+        "doc_healthy",
+        "doc",
+        f"{_DOC_PIPELINE}, verbose log: the twin of every doc_* fault",
+        (),
+        server_args=_DOC_ARGS,
+    ),
+    Scenario(
+        "doc_healthy_quiet",
+        "doc",
+        f"{_DOC_PIPELINE}, without --log-verbose and without trace files: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+        server_args=_DOC_ARGS,
+    ),
+    Scenario(
+        "doc_healthy_iso",
+        "doc",
+        f"{_DOC_PIPELINE}, verbose log with --log-format ISO8601: the twin of doc_layout_hang_iso",
+        (),
+        log_format="ISO8601",
+        server_args=_DOC_ARGS,
+    ),
+    Scenario(
+        "doc_layout_hang",
+        "doc",
+        f"{_DOC_PIPELINE}; {_DOC_HANG_TEXT}, glog format",
+        (("hung_request", "doc_router"),),
+        server_args=_DOC_ARGS,
+        injections=(Injection(5, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note=_DOC_ONE_ALERT,
+    ),
+    Scenario(
+        "doc_layout_hang_iso",
+        "doc",
+        f"{_DOC_PIPELINE}; {_DOC_HANG_TEXT}, --log-format ISO8601",
+        (("hung_request", "doc_router"),),
+        log_format="ISO8601",
+        server_args=_DOC_ARGS,
+        injections=(Injection(5, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note=_DOC_ONE_ALERT,
+    ),
+    Scenario(
+        "doc_layout_hang_quiet",
+        "doc",
+        f"{_DOC_PIPELINE}; without --log-verbose and without trace files: {_DOC_HANG_TEXT}",
+        (("model_stalled", "doc_layout"),),
+        log_verbose=0,
+        trace=False,
+        server_args=_DOC_ARGS,
+        injections=(Injection(5, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note="Why doc_layout: without the verbose log only /metrics and /v2/models/stats are "
+        "left. Here, unlike fr_enrich_hang_quiet, the stuck child is visible there: the rate "
+        "limiter holds every later doc_layout page queued behind the stuck batch (its pending "
+        "gauge rises, its success counter stops), so the model that stalled first and "
+        "holds the rest can be named. doc_router stalls too, as a consequence.",
+    ),
+    Scenario(
+        "doc_router_pool_deadlock",
+        "doc",
+        f"{_DOC_PIPELINE}; 5 s in, four concurrent documents whose first page holds an "
+        "embedded document: the doc_layout batch that runs such a page sends it back to "
+        "doc_router through BLS exec() (A -> B -> A) 0.5 s later, while both doc_router "
+        "instances are awaiting doc_layout: the call back can never start, the stuck "
+        "doc_layout instance keeps the one copy of R, and the healthy load queues behind "
+        "them",
+        (("bls_deadlock", "doc_router"),),
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5, 4, {"doc_fault": "embedded"}, 60, "doc_layout exec()s doc_router (embedded)"
+            ),
+        ),
+        note="One cycle, one alert: `bls_deadlock` is expected on doc_router (the model "
+        "whose instances are all held, waiting on children that wait on it), naming "
+        "doc_layout (`mentions` in expected.json), as ocr_cycle_deadlock and ch_self_deadlock.",
+    ),
+    Scenario(
+        "doc_extract_hang",
+        "doc",
+        f"{_DOC_PIPELINE}; {_DOC_EXTRACT_HANG_TEXT}, verbose log",
+        (("hung_request", "doc_router"),),
+        server_args=_DOC_ARGS,
+        injections=(_DOC_EXTRACT_HANG,),
+        note="One hang, one alert: `hung_request` is expected on doc_router, the model the "
+        "clients call, naming doc_extract and the instance that holds the stuck call, "
+        "doc_extract_0_0 (`mentions` in expected.json), as doc_layout_hang names "
+        "doc_layout_0_0; the cache hits, answered without an execution, must not be taken "
+        "for queued calls.",
+    ),
+    Scenario(
+        "doc_extract_hang_quiet",
+        "doc",
+        f"{_DOC_PIPELINE}; without --log-verbose and without trace files: {_DOC_EXTRACT_HANG_TEXT}",
+        (("model_stalled", "doc_extract"),),
+        log_verbose=0,
+        trace=False,
+        server_args=_DOC_ARGS,
+        injections=(_DOC_EXTRACT_HANG,),
+        note="doc_extract's pending gauge rises and its execution count stops while its "
+        "success counter still rises with each cache hit: `model_stalled` is expected on "
+        "doc_extract.",
+    ),
+    Scenario(
+        "doc_extract_cold_start",
+        "doc",
+        f"{_DOC_PIPELINE}; model control explicit: the server is up and warmed (4 requests) "
+        "before the capture starts, so the bundle's log lacks the first load; 5 s in, "
+        "doc_extract is loaded again through the repository API with a new config parameter "
+        "extract_cold_start_s=4 (a deploy) and its new instance's first execute loads its "
+        "weights for 4 s; requests whose layout signature is in the response cache do not "
+        "wait for it",
+        (("cold_start", "doc_extract"),),
+        model_control="explicit",
+        log_from_start=False,
+        warmup=4,
+        server_args=_DOC_ARGS,
+        injections=(_DOC_COLD,),
+    ),
+    Scenario(
+        "doc_extract_cold_then_hang",
+        "doc",
+        f"{_DOC_PIPELINE}; model control explicit, warmed (4 requests) before the capture; "
+        "5 s in, doc_extract is loaded again with extract_cold_start_s=4 and "
+        "extract_lock_bug=1 (a deploy): its first execute loads its weights for 4 s and "
+        "keeps the instance lock, so every later execute waits for the lock (300 s): "
+        "doc_extract answers once, then never again; cache hits still answer, the misses "
+        "hold both doc_router instances",
+        (("cold_start", "doc_extract"), ("hung_request", "doc_router")),
+        model_control="explicit",
+        log_from_start=False,
+        warmup=4,
+        duration_s=35.0,
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5,
+                1,
+                {"extract_cold_start_s": 4, "extract_lock_bug": 1},
+                60,
+                "reload doc_extract with extract_cold_start_s=4, extract_lock_bug=1",
+                "reload",
+                "doc_extract",
+            ),
+        ),
+        note="Two faults of one deploy: `cold_start` on doc_extract (its first execute "
+        "after the load takes 4 s), then `hung_request` on doc_router, the model the "
+        "clients call, naming doc_extract (`mentions` in expected.json), whose executes "
+        "wait for a lock that is never released.",
+    ),
+    Scenario(
+        "doc_extract_slow_init_reload",
+        "doc",
+        f"{_DOC_PIPELINE}; model control explicit, warmed (4 requests) before the capture; "
+        "5 s in, doc_extract is loaded again with extract_init_s=4 (a deploy whose "
+        "initialize takes 4 s): Triton keeps serving the loaded doc_extract until the new "
+        "one is ready, so no request waits",
+        (),
+        model_control="explicit",
+        log_from_start=False,
+        warmup=4,
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5,
+                1,
+                {"extract_init_s": 4},
+                60,
+                "reload doc_extract with extract_init_s=4 (repository API)",
+                "reload",
+                "doc_extract",
+            ),
+        ),
+        note="'healthy' in expected.json: a slow initialize during a reload is not a cold "
+        "start that anyone waits for (if the clients' latencies in 'What the clients saw' "
+        "say otherwise, this expectation is wrong).",
+    ),
+    Scenario(
+        "doc_extract_raises_cached",
+        "doc",
+        f"{_DOC_PIPELINE}; model control explicit; 5 s in, doc_extract is loaded again "
+        "through the repository API with a new config parameter extract_fields=12 (a deploy "
+        "of a new schema): from then on every execute raises ValueError (cannot reshape "
+        "array of size 8 into shape (12,)) and doc_router answers the error, except for the "
+        "documents whose layout signature is already in Triton's response cache, which "
+        "never reach execute and still succeed",
+        (("model_failing", "doc_extract"),),
+        model_control="explicit",
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5,
+                1,
+                {"extract_fields": 12},
+                60,
+                "reload doc_extract with extract_fields=12 (repository API)",
+                "reload",
+                "doc_extract",
+            ),
+        ),
+        note="One bug, one alert: `model_failing` is expected on the model whose execute "
+        "raises (doc_extract; doc_router only relays its error), and it must name the "
+        "exception (`mentions` in expected.json), as rag_orchestrator_raises; the response "
+        "cache's hits, which keep succeeding, must not hide it.",
+    ),
+    Scenario(
+        "doc_extract_raises_cached_quiet",
+        "doc",
+        f"{_DOC_PIPELINE}; without --log-verbose and without trace files; model control "
+        "explicit; 5 s in, doc_extract is loaded again "
+        "through the repository API with a new config parameter extract_fields=12 (a deploy "
+        "of a new schema): from then on every execute raises ValueError (cannot reshape "
+        "array of size 8 into shape (12,)) and doc_router answers the error, except for the "
+        "documents whose layout signature is already in Triton's response cache, which "
+        "never reach execute and still succeed",
+        (("model_failing", "doc_extract"),),
+        log_verbose=0,
+        trace=False,
+        model_control="explicit",
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5,
+                1,
+                {"extract_fields": 12},
+                60,
+                "reload doc_extract with extract_fields=12 (repository API)",
+                "reload",
+                "doc_extract",
+            ),
+        ),
+        note="One bug, one alert: `model_failing` is expected on the model whose execute "
+        "raises (doc_extract; doc_router only relays its error), and it must name the "
+        "exception (`mentions` in expected.json), as rag_orchestrator_raises; the response "
+        "cache's hits, which keep succeeding, must not hide it.",
+    ),
+    Scenario(
+        "doc_layout_rate_saturation",
+        "doc",
+        f"{_DOC_PIPELINE}; 5 s in, 4 more clients join the 2 for 20 s with high-resolution "
+        "documents whose every page costs doc_layout 60 ms more: doc_layout has 2 "
+        "instances, but the rate limiter lets one execute at a time (one copy of R), so it "
+        "cannot keep up; its queue grows while its other instance sits idle, and both "
+        "doc_router instances wait on it",
+        (("instance_saturation", "doc_layout"),),
+        server_args=_DOC_ARGS,
+        injections=(
+            Injection(
+                5,
+                4,
+                {"doc_fault": "slow_layout", "layout_slow_ms": 60},
+                15,
+                "4 more clients, 60 ms more per page in doc_layout, each resending for 20 s",
+                repeat_s=20,
+            ),
+        ),
+        note="One bottleneck, one alert: `instance_saturation` is expected on doc_layout, "
+        "the model that cannot keep up (its rate-limiter resource, not its instance count, "
+        "is the limit), not on doc_router, whose instances only wait on it (`absent` in "
+        "expected.json), as rec_instance_saturation names rec_scorer.",
+    ),
+    Scenario(
+        "doc_layout_shape_growth",
+        "doc",
+        f"{_DOC_PIPELINE}; 5 s in, one document switches on a bug in the doc_layout "
+        "instance that runs its pages: from then on it appends every batch's boxes to an "
+        "instance buffer and answers the whole buffer, so BOXES [1, n, 4] grows with every "
+        "batch of that instance (up to 8192 rows)",
+        (("shape_growth", "doc_layout"),),
+        server_args=_DOC_ARGS,
+        injections=(Injection(5, 1, {"doc_fault": "grow"}, 60, "doc_layout's boxes grow"),),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -1324,6 +1655,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_RAG,
         *_FRAUD,
         *_NOISY,
+        *_DOC,
     )
 }
 
@@ -1401,6 +1733,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"TXN": (rng.standard_normal(12) * 50 + 100).astype(np.float32)}
     if repo == "noisy":  # 8 features; no batch dimension (nz_router: 0)
         return {"X": rng.standard_normal(8).astype(np.float32)}
+    if repo == "doc":  # a document of 2 to 4 pages of 16 values; no batch dimension
+        return {"DOC": rng.random(16 * int(rng.integers(2, 5)), dtype=np.float32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -1427,6 +1761,8 @@ def _send(
         return client.infer("fr_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "noisy":
         return client.infer("nz_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "doc":
+        return client.infer("doc_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -1441,6 +1777,7 @@ _PAUSE_S = {
     "rag": 0.2,
     "fraud": 0.2,
     "noisy": 0.5,
+    "doc": 0.2,
 }
 
 
@@ -1631,6 +1968,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             env=dict(scenario.env),
             exit_timeout_s=5,
             model_control=scenario.model_control,
+            extra_args=_server_args(scenario),
         )
         lab = TritonLab(cfg)
         stop = threading.Event()
@@ -1710,6 +2048,15 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     return out
 
 
+def _server_args(scenario: Scenario) -> tuple[str, ...]:
+    if not any("{caches}" in a for a in scenario.server_args):
+        return scenario.server_args
+    from observability.lab.install import find_install
+
+    caches = str(find_install().root / "caches")
+    return tuple(a.replace("{caches}", caches) for a in scenario.server_args)
+
+
 def _warm_up(url: str, scenario: Scenario, outcomes: Outcomes) -> None:
     """``scenario.warmup`` requests, one at a time, before the capture starts."""
     if not scenario.warmup:
@@ -1769,6 +2116,7 @@ _LOAD_TEXT = {
     "rag": "`rag_pipeline` infer, a random QUESTION [1, 1] (one string of 4 to 15 words)",
     "fraud": "`fr_gateway` infer, a random TXN [12]",
     "noisy": "`nz_router` infer, a random X [8]",
+    "doc": "`doc_router` infer, a random DOC [16 x k] (a document of k = 2 to 4 pages)",
 }
 
 
@@ -1809,7 +2157,7 @@ Recorded by
   `tests/foreign/repos/{scenario.repo}`{_copy_text(scenario)} (model control
   `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`,{_format_text(scenario)}
   trace files {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`,
-  server environment: {env}.
+  server environment: {env}{_args_text(scenario)}.
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
   {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
@@ -1865,6 +2213,12 @@ def _pins_text(scenario: Scenario) -> str:
 
 def _format_text(scenario: Scenario) -> str:
     return "" if scenario.log_format == "default" else f" `--log-format {scenario.log_format}`,"
+
+
+def _args_text(scenario: Scenario) -> str:
+    if not scenario.server_args:
+        return ""
+    return "; more server flags: " + ", ".join(f"`{a}`" for a in scenario.server_args)
 
 
 def _copy_text(scenario: Scenario) -> str:
