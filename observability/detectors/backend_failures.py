@@ -36,6 +36,10 @@ __all__ = [
 
 FAILURES = "nv_inference_request_failure"
 SUCCESSES = "nv_inference_request_success"
+CACHE_HITS = "nv_cache_num_hits_per_model"
+"""A response-cache hit counts as a success too, without reaching the backend: a model that
+fails every request it executes still gains successes from its cached answers
+(``doc_extract_raises_cached``)."""
 
 _INSTANCE = re.compile(r"_\d+_\d+$")
 _RAISED = re.compile(
@@ -57,7 +61,9 @@ class Failing:
     last_ns: int
     failures: float
     successes: float
-    """The success counter, unchanged through the run."""
+    """The success counter less cache hits, unchanged through the run."""
+    cached: float = 0.0
+    """Requests answered from the response cache during the run (successes all)."""
 
 
 def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
@@ -73,6 +79,15 @@ def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
     for target, at, s in window.samples(SUCCESSES):
         per = oks.setdefault((target, s.label("model")), {})
         per[at] = per.get(at, 0.0) + s.value
+    hits: dict[tuple[str, str], dict[int, float]] = {}
+    for target, at, s in window.samples(CACHE_HITS):
+        per = hits.setdefault((target, s.label("model")), {})
+        per[at] = per.get(at, 0.0) + s.value
+    for key, per in hits.items():  # the successes that reached the backend
+        ok_of = oks.get(key, {})
+        for at, n in per.items():
+            if at in ok_of:
+                ok_of[at] -= n
     out = []
     for (target, model), points in fails.items():
         series = sorted(points.items())
@@ -86,10 +101,12 @@ def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
             start -= 1
         risen = series[end][1] - series[start][1]
         if end > start and risen >= min_failures:
+            hit = hits.get((target, model), {})
+            cached = hit.get(series[end][0], 0.0) - hit.get(series[start][0], 0.0)
             out.append(
                 Failing(
                     model, target, series[start][0], series[end][0], risen,
-                    ok.get(series[end][0], 0.0),
+                    ok.get(series[end][0], 0.0), max(cached, 0.0),
                 )
             )  # fmt: skip
     return out

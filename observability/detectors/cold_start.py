@@ -101,6 +101,7 @@ class ColdStart:
                 for e in runs.get(load.model, [])
                 if (e.end_ns if ends else e.start_ns) >= load.at_ns
             ]
+            before = [e for e in runs.get(load.model, []) if e.end_ns <= load.at_ns]
             served = len(versions.get(load.model, ())) if load.version is not None else 1
             if served > 1:
                 # Another version's batches on the same names start after the load too: the
@@ -108,7 +109,7 @@ class ColdStart:
                 head = after[:served]
                 slow = max(head, key=lambda e: e.seconds, default=None)
                 after = [slow, *[e for e in after if e is not slow]] if slow else after
-            finding = self._check(load, after, served == 1, window.whole_seconds)
+            finding = self._check(load, after, served == 1, window.whole_seconds, before)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
             known = worst.get(load.model)
@@ -119,15 +120,25 @@ class ColdStart:
         return [f for f in found if not any(g is not f and _within(g, f) for g in found)]
 
     def _check(
-        self, load: Load, after: list[Execution], per_instance: bool, whole_seconds: bool
+        self,
+        load: Load,
+        after: list[Execution],
+        per_instance: bool,
+        whole_seconds: bool,
+        before: list[Execution],
     ) -> Finding | None:
         """``whole_seconds``: the log's times are whole seconds (``Window.whole_seconds``), so
         a batch's duration may be a second off: a 0.1 ms batch whose two lines straddle a
         second boundary reads 1.00 s (``ch_self_deadlock_iso``: a false cold start on
         ch_gateway), and a cold start must be a second longer to be told."""
-        if len(after) < 1 + self.min_steady:
+        first, rest = (after[0], after[1 : 1 + self.steady_executions]) if after else (None, [])
+        when = ""
+        if first is not None and len(rest) < self.min_steady <= len(before):
+            # Too few completed after the load (the next batch hangs: a cold start, then
+            # calls that wait forever): the previous copy's batches are its steady state.
+            rest, when = before[-self.steady_executions :], " before the load"
+        if first is None or len(rest) < self.min_steady:
             return None
-        first, rest = after[0], after[1 : 1 + self.steady_executions]
         steady = _steady(rest)
         if (
             first.seconds - (1.0 if whole_seconds else 0.0) <= self.min_s
@@ -140,6 +151,7 @@ class ColdStart:
             "--log-format ISO8601)"
             if coarse
             else f"{first.seconds / max(steady, 1e-6):.0f}x its steady {steady * 1000:.1f} ms"
+            + when
         )
         quartile = (
             "under a second (whole-second log times)"
@@ -193,7 +205,8 @@ class ColdStart:
                     "log",
                     rest[-1].end_ns,
                     f"triton.log@{rest[0].offset}",
-                    f"lower quartile of the next {len(rest)} executions {quartile}",
+                    f"lower quartile of the {'last' if when else 'next'} {len(rest)} "
+                    f"executions{when} {quartile}",
                 ),
                 *(
                     Evidence(

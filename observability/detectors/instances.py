@@ -42,6 +42,14 @@ delay, a starved thread): longer, and the request was not really queued."""
 _MAX_QUEUED = 100_000
 """Admitted requests remembered per model; beyond that the oldest are forgotten."""
 
+_SERVED_UNQUEUED_NS = 50_000_000
+"""A request released from PENDING this soon after its ``prepared:`` line never queued: a
+response-cache hit is answered within a millisecond, without an execution
+(``prepared`` -> ``INITIALIZED to PENDING`` -> ``add response output`` -> ``PENDING to
+RELEASED``; doc_healthy: 43 of them, each first taken for a queued request)."""
+_RECENT = 64
+"""Admitted requests a cache hit's release is looked up among, newest first."""
+
 
 @dataclass(eq=False)
 class Admitted:
@@ -156,10 +164,15 @@ def instances_of(window: Window) -> Instances:
     hit = _cache.get(id(window))
     if hit is not None and hit[0]() is window:
         return hit[1]
+    records = window.logs(
+        ev.RequestPrepared,
+        ev.InstanceExecuting,
+        ev.InstanceReleased,
+        ev.ModelStateChange,
+        ev.RequestStateChange,
+    )
     result = build_instances(
-        window.logs(
-            ev.RequestPrepared, ev.InstanceExecuting, ev.InstanceReleased, ev.ModelStateChange
-        ),
+        (r for r in records if type(r) is not ev.RequestStateChange or _unqueued(r)),
         window.until_ns,
     )
     key = id(window)
@@ -185,6 +198,8 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
     shadowed: dict[str, list[Execution]] = {}
     """Instance name -> older open batches of another version under the same name."""
 
+    recent: deque[Admitted] = deque(maxlen=_RECENT)
+
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
         while queue and queue[0].prepared_ns < before_ns:
@@ -196,9 +211,16 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                 versions.setdefault(rec.model, set()).add(rec.version)
             if rec.model:
                 queue = queues.setdefault(rec.model, deque(maxlen=_MAX_QUEUED))
-                queue.append(
-                    Admitted(rec.model, rec.request_id, rec.header.at_ns, rec.header.offset)
-                )
+                admitted = Admitted(rec.model, rec.request_id, rec.header.at_ns, rec.header.offset)
+                queue.append(admitted)
+                recent.append(admitted)
+        elif isinstance(rec, ev.RequestStateChange):
+            served = _served_unqueued(recent, rec)
+            if served is not None:
+                recent.remove(served)
+                waiting = queues.get(served.model)
+                if waiting is not None and served in waiting:
+                    waiting.remove(served)
         elif isinstance(rec, ev.InstanceExecuting):
             at = rec.header.at_ns
             model_instances.setdefault(rec.model, set()).add(rec.instance)
@@ -310,3 +332,24 @@ def _lifecycle(
     if since is None:
         queues.pop(model, None)
         loaded.pop(model, None)
+
+
+def _unqueued(rec: ev.RequestStateChange) -> bool:
+    """Whether a state line releases a request that never executed."""
+    return rec.from_state == "PENDING" and rec.to_state == "RELEASED"
+
+
+def _served_unqueued(recent: deque[Admitted], rec: ev.RequestStateChange) -> Admitted | None:
+    """The admitted request a ``PENDING to RELEASED`` line answers without an execution (a
+    response-cache hit): the one of its id, else the newest still waiting, when admitted
+    just before. A request released from the queue later (a queue timeout, a cancellation)
+    is left for the idle-instance pruning."""
+    if not _unqueued(rec):
+        return None
+    at = rec.header.at_ns
+    for admitted in reversed(recent):
+        other = rec.request_id and admitted.request_id != rec.request_id
+        if admitted.execution is not None or other:
+            continue
+        return admitted if at - admitted.prepared_ns <= _SERVED_UNQUEUED_NS else None
+    return None

@@ -201,8 +201,11 @@ class ModelFailing:
         where = f", raised at {last.frames[0]}" if last.frames else ""
         instances = sorted({r.instance for r in lines})
         summary = (
-            f"Every request to {f.model} has failed in its backend for "
-            f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success): "
+            f"Every request to {f.model}{' that reached its backend' if f.cached else ''} has "
+            f"failed in its backend for "
+            f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success"
+            + (f"; {f.cached:g} answered from the response cache" if f.cached else "")
+            + "): "
             f"its execute raises {what}: {short(last.message.strip(), _SUMMARY_CHARS)}{where} "
             f"({len(lines)} error line(s) on {', '.join(instances)}"
             + (f"; also {', '.join(others)}" if others else "")

@@ -30,36 +30,6 @@ _SHARED_NAMES = (
     "'released N requests' lines carry no version, so instance lifecycles keyed by name "
     "interleave the two versions' batches: "
 )
-_CACHE_SUCCESSES = (
-    "backend_failures.failing() needs nv_inference_request_success to stand still through "
-    "the run of BACKEND failures; with Triton's response cache on, each cache hit of "
-    "doc_extract counts as a success (over 16 s after the deploy success 63 -> 91, exactly its "
-    "nv_cache_num_hits_per_model 10 -> 38, while failures rise 45 -> 165 and every executed "
-    "request raises ValueError (pb_stub.cc:714 'Failed to process the request(s) for model "
-    "'doc_extract_0_0', message: ValueError: cannot reshape array of size 8 into shape "
-    "(12,)'), so the run is cut at every scrape with a hit: no model_failing"
-)
-_CACHE_JOIN = (
-    "Response-cache hits are admitted and never executed: Triton logs 'prepared: ... model: "
-    "doc_extract', 'INITIALIZED to PENDING', the output, then 'PENDING to RELEASED' (no "
-    "instance line); instances.build_instances keeps them at the head of doc_extract's "
-    "admitted queue (pruned only after 0.5 s of an idle instance), and every later batch "
-    "takes the oldest admitted request, so each doc_extract execution is joined to a request "
-    "3 admissions older (the window's 3 hits, 04:14:21-22); the router's real calls "
-    "(26.458641 executed cold, 26.459313 executing on doc_extract_0_0 since 30.501681, "
-    "30.718068 queued: pending 1) read as '3 BLS calls to doc_extract ... 3 queued for up to "
-    "28.1 s and never started', doc_extract_0_0 is not named in doc_router's hung_request, "
-    "and the stuck batch gets a hung_request of its own"
-)
-_CACHE_JOIN_HANG = (
-    "the window's 3 cache hits of doc_extract (PENDING to RELEASED, no instance line) stay "
-    "at the head of instances.build_instances' admitted queue, so the stuck batch "
-    "(doc_extract_0_0 executing since 04:23:02.696047) is joined to an older admission and "
-    "the hung call (prepared 02.695960) and the one queued behind it (02.892848, pending 1) "
-    "read as '2 BLS calls to doc_extract ... 2 queued for up to 25.0 s and never started': "
-    "doc_router's hung_request does not name doc_extract_0_0, which gets a hung_request of "
-    "its own (in-flight table: queued (log) 4, pending 1)"
-)
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
@@ -79,14 +49,6 @@ GAPS: dict[str, str] = {
     "50 ms of the batch's start): the finding says 'a call into the caller's own model' and "
     "never names doc_layout, whose instance doc_layout_0_0 issued the real call back 0.5 s "
     "into its batch",
-    "doc_extract_cold_then_hang": "two gaps. (1) cold_start.ColdStart._check needs "
-    "min_steady = 3 completed executions after the first since the load; the lock bug leaves "
-    "none (doc_extract_0_0's first execute after 'successfully loaded' runs 4.04 s, the next "
-    "never ends), so the cold start is not reported (the old copy's 2 to 6 ms executions "
-    "before the reload are not used as its steady state). (2) " + _CACHE_JOIN,
-    "doc_extract_hang": "the cache join: " + _CACHE_JOIN_HANG,
-    "doc_extract_raises_cached": _CACHE_SUCCESSES,
-    "doc_extract_raises_cached_quiet": _CACHE_SUCCESSES + " (the same without --log-verbose)",
     "doc_layout_rate_saturation": "instance_saturation.all_busy_stretches opens a stretch "
     "only while every instance of a model executes; with --rate-limit=execution_count and "
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
