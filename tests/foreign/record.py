@@ -5,7 +5,7 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``, ``repos/doc``: not the demo's names,
+``repos/noisy``, ``repos/doc``, ``repos/tts``: not the demo's names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
@@ -88,7 +88,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy`` or ``doc``."""
+    ``fraud``, ``noisy``, ``doc`` or ``tts``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -1529,6 +1529,192 @@ _DOC = (
     ),
 )
 
+
+_TTS_PIPELINE = (
+    "the text-to-speech pipeline (tts_frontend, python BLS, async execute, 2 instances, "
+    "gathers one async_exec call per sentence to tts_acoustic, dynamic batching, 2 ms, 2 "
+    "instances, a bounded queue of 4, then reads the stream of the decoupled tts_vocoder, 2 "
+    "instances, 3 to 6 AUDIO chunks and a final flag, through exec(decoupled=True)) under two "
+    "id-less gRPC clients"
+)
+_TTS_VOCODER_ERRORS = Injection(
+    5,
+    1,
+    {"max_frames": 8},
+    60,
+    "reload tts_vocoder with max_frames=8 (repository API)",
+    "reload",
+    "tts_vocoder",
+)
+_TTS_VOCODER_ERRORS_TEXT = (
+    "model control explicit; 5 s in, tts_vocoder is loaded again through the repository API "
+    "with a new config parameter max_frames=8 (meant in seconds, read as frames): from then "
+    "on it answers every request with one error response and the final flag ('mel of N "
+    "frames exceeds max_frames 8'), raising nothing, and tts_frontend answers its clients an "
+    "error response in turn"
+)
+_TTS_VOCODER_ERRORS_NOTE = (
+    "One bug, one alert: `model_failing` is expected on tts_vocoder, the model that refuses "
+    "its requests (tts_frontend only relays the error). Nothing is raised and no stub "
+    "dies: `stub_unhealthy` on tts_vocoder is `absent` in expected.json."
+)
+_TTS_ACOUSTIC_V2 = Injection(
+    5,
+    1,
+    {"lexicon": "v2"},
+    60,
+    "reload tts_acoustic with lexicon=v2 (repository API)",
+    "reload",
+    "tts_acoustic",
+)
+
+_TTS_BURST = Injection(
+    5, 12, {"chunking": "word"}, 10, "12 clients, one acoustic call per word", repeat_s=10
+)
+_TTS_BURST_TEXT = (
+    "5 s in, twelve more clients send for 10 s, each again as soon as answered, with "
+    "chunking=word (a low-latency mode: one tts_acoustic call per word, gathered): more "
+    "calls wait at tts_acoustic than its queue of 4 holds, and Triton rejects the rest"
+)
+
+_TTS_QUIET_ERRORS_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, not that nothing is wrong "
+    "(80% of the clients' requests fail). Without the verbose log Triton writes nothing for "
+    "an error response, and an error response counts as a success: "
+    "nv_inference_request_success of tts_vocoder and tts_frontend keep rising, every "
+    "nv_inference_request_failure stays 0, /v2/models/stats says success too. No signal in "
+    "the bundle tells this window from tts_healthy_quiet; only the clients (or the model's "
+    "own metrics) see it."
+)
+_TTS_REJECTED_NOTE = (
+    "No kind of the catalogue fits: tts_acoustic is not saturated (its instances are idle "
+    "most of the time; each burst of gathered calls overflows a queue of 4 within "
+    "microseconds) and not failing in its backend. What a user must be told is that "
+    "tts_acoustic rejects requests because its queue is full (max_queue_size 4): the kind "
+    "`requests_rejected`, which does not exist yet (a gap in test_foreign.GAPS)."
+)
+_TTS_QUIET_REJECTED_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, not that nothing is wrong "
+    "(a third of the requests are rejected). A request rejected because the queue is full "
+    "(max_queue_size) is counted nowhere on 2.51 (nv_inference_request_failure "
+    "reason=REJECTED stays 0 for these BLS calls) and, without the verbose log, logged "
+    "nowhere: only the clients see 'Exceeds maximum queue size'."
+)
+_TTS_CRASH_NOTE = (
+    "What happened: tritonserver itself crashed (SIGSEGV, 'Signal (11) received.' and a "
+    "backtrace through TRITONBACKEND_RequestRelease from the python backend's "
+    "TRITONBACKEND_ModelInstanceExecute) a second after the first BLS children were "
+    "rejected (FAILED_ENQUEUE) with trace files on and children built with "
+    "trace=request.trace() (tts_queue_full_untraced and tts_queue_full_quiet, without "
+    "trace files, did not crash). A user must be told that Triton is down: `target_down` "
+    "(model ''), not a hang of any model (`absent`)."
+)
+
+_TTS = (
+    Scenario(
+        "tts_healthy",
+        "tts",
+        f"{_TTS_PIPELINE}, verbose log: the twin of every tts_* fault",
+        (),
+    ),
+    Scenario(
+        "tts_healthy_quiet",
+        "tts",
+        f"{_TTS_PIPELINE}, without --log-verbose and without trace files: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "tts_vocoder_errors",
+        "tts",
+        f"{_TTS_PIPELINE}; {_TTS_VOCODER_ERRORS_TEXT}, verbose log",
+        (("model_failing", "tts_vocoder"),),
+        model_control="explicit",
+        injections=(_TTS_VOCODER_ERRORS,),
+        note=_TTS_VOCODER_ERRORS_NOTE,
+    ),
+    Scenario(
+        "tts_vocoder_errors_quiet",
+        "tts",
+        f"{_TTS_PIPELINE}; without --log-verbose and without trace files: "
+        f"{_TTS_VOCODER_ERRORS_TEXT}",
+        (),
+        log_verbose=0,
+        trace=False,
+        model_control="explicit",
+        injections=(_TTS_VOCODER_ERRORS,),
+        note=_TTS_QUIET_ERRORS_NOTE,
+    ),
+    Scenario(
+        "tts_acoustic_partial_errors",
+        "tts",
+        f"{_TTS_PIPELINE}; model control explicit; 5 s in, tts_acoustic is loaded again "
+        "through the repository API with lexicon=v2 (a lexicon without digit phones, the "
+        "frontend not redeployed): a batch that holds a text with a number (one text in "
+        "five) raises KeyError in execute, the others succeed; verbose log",
+        (("model_failing", "tts_acoustic"),),
+        model_control="explicit",
+        injections=(_TTS_ACOUSTIC_V2,),
+        note="Part of the requests fail, by a real exception in tts_acoustic: "
+        "`model_failing` on tts_acoustic (warning or above) naming KeyError (`mentions`); "
+        "tts_frontend answers those requests with an error response but is not at fault.",
+    ),
+    Scenario(
+        "tts_vocoder_hang",
+        "tts",
+        f"{_TTS_PIPELINE}; one request whose tts_vocoder stream sends 2 chunks and then "
+        "sleeps 300 s in execute (a stuck forward pass): the tts_frontend instance that "
+        "serves it blocks in its loop over the exec(decoupled=True) stream; the other "
+        "frontend instance and the other vocoder instance keep serving",
+        (("hung_request", "tts_frontend"),),
+        injections=(
+            Injection(5, 1, {"tts_fault": "vocoder_hang"}, 60, "tts_vocoder stops after 2 chunks"),
+        ),
+        note="One hang, one alert: `hung_request` is expected on the model the client "
+        "called (tts_frontend, whose request never completes), naming the decoupled child "
+        "that is stuck, tts_vocoder (`mentions` in expected.json).",
+    ),
+    Scenario(
+        "tts_queue_full",
+        "tts",
+        f"{_TTS_PIPELINE}; {_TTS_BURST_TEXT}, verbose log",
+        (("target_down", ""),),
+        injections=(_TTS_BURST,),
+        note=_TTS_CRASH_NOTE,
+    ),
+    Scenario(
+        "tts_queue_full_quiet",
+        "tts",
+        f"{_TTS_PIPELINE}; without --log-verbose and without trace files: {_TTS_BURST_TEXT}",
+        (),
+        log_verbose=0,
+        trace=False,
+        injections=(_TTS_BURST,),
+        note=_TTS_QUIET_REJECTED_NOTE,
+    ),
+    Scenario(
+        "tts_queue_full_child_untraced",
+        "tts",
+        f"{_TTS_PIPELINE}; verbose log and trace files as tts_queue_full, but "
+        "TTS_CHILD_TRACE=0: tts_frontend builds its BLS children without "
+        f"trace=request.trace(); {_TTS_BURST_TEXT}",
+        (("requests_rejected", "tts_acoustic"),),
+        env={"TTS_CHILD_TRACE": "0"},
+        injections=(_TTS_BURST,),
+        note=_TTS_REJECTED_NOTE,
+    ),
+    Scenario(
+        "tts_queue_full_untraced",
+        "tts",
+        f"{_TTS_PIPELINE}; verbose log, without trace files: {_TTS_BURST_TEXT}",
+        (("requests_rejected", "tts_acoustic"),),
+        trace=False,
+        injections=(_TTS_BURST,),
+        note=_TTS_REJECTED_NOTE,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -1656,6 +1842,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_FRAUD,
         *_NOISY,
         *_DOC,
+        *_TTS,
     )
 }
 
@@ -1735,11 +1922,32 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"X": rng.standard_normal(8).astype(np.float32)}
     if repo == "doc":  # a document of 2 to 4 pages of 16 values; no batch dimension
         return {"DOC": rng.random(16 * int(rng.integers(2, 5)), dtype=np.float32)}
+    if repo == "tts":  # one text of 1 or 2 sentences; no batch dimension (tts_frontend: 0)
+        return {"TEXT": np.array([_tts_text(rng).encode()], dtype=np.object_)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
         "MAX_NEW": np.array([10], dtype=np.int32),
     }
+
+
+_LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+
+
+def _tts_text(rng: np.random.Generator) -> str:
+    """1 or 2 sentences of 3 to 7 words of 2 to 7 letters; one text in five carries a number
+    (``42 ...``, at the start of its last sentence), which the frontend keeps as digit
+    phones."""
+    sentences = []
+    for _ in range(int(rng.integers(1, 3))):
+        words = [
+            "".join(rng.choice(_LETTERS, size=int(rng.integers(2, 8))))
+            for _ in range(int(rng.integers(3, 8)))
+        ]
+        sentences.append(" ".join(words))
+    if rng.random() < 0.2:  # first, so that the frontend's 16 phones keep it
+        sentences[-1] = f"{int(rng.integers(1, 100))} {sentences[-1]}"
+    return ". ".join(sentences) + "."
 
 
 def _send(
@@ -1763,6 +1971,8 @@ def _send(
         return client.infer("nz_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "doc":
         return client.infer("doc_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "tts":
+        return client.infer("tts_frontend", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -1778,6 +1988,7 @@ _PAUSE_S = {
     "fraud": 0.2,
     "noisy": 0.5,
     "doc": 0.2,
+    "tts": 0.2,
 }
 
 
@@ -2117,6 +2328,8 @@ _LOAD_TEXT = {
     "fraud": "`fr_gateway` infer, a random TXN [12]",
     "noisy": "`nz_router` infer, a random X [8]",
     "doc": "`doc_router` infer, a random DOC [16 x k] (a document of k = 2 to 4 pages)",
+    "tts": "`tts_frontend` infer, a random TEXT [1] (1 or 2 sentences of 3 to 7 words, one "
+    "in five with a number)",
 }
 
 
