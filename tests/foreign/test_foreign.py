@@ -30,6 +30,15 @@ _SHARED_NAMES = (
     "'released N requests' lines carry no version, so instance lifecycles keyed by name "
     "interleave the two versions' batches: "
 )
+_REJECTED = (
+    "no kind for requests Triton rejects because a model's queue is full: the burst's BLS "
+    "calls overflow tts_acoustic's max_queue_size 4 (clients get 'Exceeds maximum queue "
+    "size', a text Triton never logs) and nothing counts them "
+    '(nv_inference_request_failure{model="tts_acoustic",reason="REJECTED"} stays 0, and '
+    "without --log-verbose nothing at all is left: tts_queue_full_quiet); "
+    "instance_saturation does not fit either (tts_acoustic's longest all-busy stretch is "
+    "0.15 s, its pending gauge at most 4): the verbose log's witness is "
+)
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
@@ -54,6 +63,37 @@ GAPS: dict[str, str] = {
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
     "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
     "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
+    "tts_vocoder_errors": "tts_vocoder answers every request after its reload with an error "
+    "response (InferenceResponse(error=TritonError(...)), flags=FINAL) and raises nothing: "
+    "Triton writes no error line (no pb_stub.cc 'Failed to process'), and counts each as a "
+    'success (nv_inference_request_success{model="tts_vocoder"} and tts_frontend rise to '
+    '262, nv_inference_request_failure{reason="BACKEND"} stays 0), so '
+    "backend_failures.failing() has no run and model_failing.ModelFailing.detect (which reads "
+    "only raising(window, failing(...))) reports nothing; the only witness is the verbose "
+    "log: the 208 tts_vocoder executions after \"successfully loaded 'tts_vocoder'\" (and "
+    "tts_frontend's 208) write no 'add response output: output: AUDIO' line (the 54 before "
+    "wrote 284), which no detector reads",
+    "tts_acoustic_partial_errors": "tts_acoustic's execute raises KeyError for one batch in "
+    'five: 46 pb_stub.cc:714 "Failed to process the request(s) for model '
+    "'tts_acoustic_0_N', message: KeyError: 3N\" lines, "
+    'nv_inference_request_failure{model="tts_acoustic",reason="BACKEND"} 71 against 319 '
+    "successes (47 of 257 client requests failed), but backend_failures.failing() keeps only "
+    "a trailing run of scrapes in which failures rose and successes did not (any success "
+    "between two scrapes ends the run), so a model that fails part of its requests is never "
+    "failing and model_failing reports nothing",
+    "tts_queue_full": "tritonserver crashed (SIGSEGV: 12 'Signal (11) received.' lines, then "
+    "a backtrace through TRITONSERVER_ServerInferAsync from libtriton_python.so) 1 s after the "
+    "first BLS child built with trace=request.trace() was rejected (PENDING to "
+    "FAILED_ENQUEUE): the bundle has 7 metrics/stats snapshots and then nothing for 24 s "
+    "(48 capture failures), but bundle.capture keeps failed scrapes only in "
+    "CaptureResult.failures and bundle.ingest emits ScrapeStatus(up=True) per stored "
+    "snapshot only, so target_down.outages() sees no failed scrape; the 'Signal (11)' lines "
+    "are StubOutput that no detector reads; and hung_request reads the batches the crash "
+    "left open as hangs of tts_acoustic and tts_frontend (absent: the server is dead)",
+    "tts_queue_full_untraced": _REJECTED + "2916 'Setting state from PENDING to "
+    "FAILED_ENQUEUE' lines, each after a 'prepared: ... model: tts_acoustic' line",
+    "tts_queue_full_child_untraced": _REJECTED + "1911 'Setting state from PENDING to "
+    "FAILED_ENQUEUE' lines, each after a 'prepared: ... model: tts_acoustic' line",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
