@@ -63,16 +63,6 @@ GAPS: dict[str, str] = {
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
     "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
     "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
-    "tts_vocoder_errors": "tts_vocoder answers every request after its reload with an error "
-    "response (InferenceResponse(error=TritonError(...)), flags=FINAL) and raises nothing: "
-    "Triton writes no error line (no pb_stub.cc 'Failed to process'), and counts each as a "
-    'success (nv_inference_request_success{model="tts_vocoder"} and tts_frontend rise to '
-    '262, nv_inference_request_failure{reason="BACKEND"} stays 0), so '
-    "backend_failures.failing() has no run and model_failing.ModelFailing.detect (which reads "
-    "only raising(window, failing(...))) reports nothing; the only witness is the verbose "
-    "log: the 208 tts_vocoder executions after \"successfully loaded 'tts_vocoder'\" (and "
-    "tts_frontend's 208) write no 'add response output: output: AUDIO' line (the 54 before "
-    "wrote 284), which no detector reads",
     "tts_acoustic_partial_errors": "tts_acoustic's execute raises KeyError for one batch in "
     'five: 46 pb_stub.cc:714 "Failed to process the request(s) for model '
     "'tts_acoustic_0_N', message: KeyError: 3N\" lines, "
