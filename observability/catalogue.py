@@ -393,7 +393,7 @@ CATALOGUE: tuple[Pathology, ...] = (
     Pathology(
         "model_failing",
         "critical",
-        "Every request to a model fails: its own execute raises, or it answers errors",
+        "A model fails every request (it raises, or answers errors) or some (warning)",
         "ModelFailing",
         "TritonModelFailing",
         "findings.rules.yml",

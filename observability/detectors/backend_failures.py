@@ -23,6 +23,7 @@ from observability import events as ev
 from observability.detectors.window import Window
 
 __all__ = [
+    "CACHE_HITS",
     "FAILURES",
     "SUCCESSES",
     "Failing",

@@ -20,11 +20,13 @@ from dataclasses import dataclass
 
 from observability import events as ev
 from observability.detectors.backend_failures import (
+    CACHE_HITS,
     FAILURES,
     SUCCESSES,
     Failing,
     Raised,
     failing,
+    raised,
     raising,
     short,
 )
@@ -68,10 +70,44 @@ def _counted_as_success(window: Window, model: str, run: EmptyRun) -> str | None
     return f"{SUCCESSES} rose by {inside[-1] - inside[0]:g} over the run"
 
 
+def _failure_share(window: Window, model: str) -> tuple[float, float, float] | None:
+    """``(failed, succeeded, failed share)`` of the model's requests over the window, from
+    the first and last scrape of /metrics (cache hits left out)."""
+    per: dict[str, dict[int, float]] = {FAILURES: {}, SUCCESSES: {}, CACHE_HITS: {}}
+    for name, points in per.items():
+        for _t, at, s in window.samples(name):
+            if s.label("model") != model or s.label("reason") not in ("", "BACKEND"):
+                continue
+            points[at] = points.get(at, 0.0) + s.value
+    fails, oks = per[FAILURES], per[SUCCESSES]
+    if len(fails) < 2 or len(oks) < 2:
+        return None
+    first, last = min(fails), max(fails)
+    hits = per[CACHE_HITS]
+    failed = fails[last] - fails[first]
+    served = oks.get(last, 0.0) - oks.get(first, 0.0) - (hits.get(last, 0.0) - hits.get(first, 0.0))
+    if failed <= 0:
+        return None
+    return failed, served, failed / max(failed + served, 1.0)
+
+
+PARTIAL_ADVICE = (
+    "The model's code raises for some requests and serves the others: read the exception and "
+    "the frame above, and find what the failing requests share (an input shape or value, a "
+    "batch size, a state an instance reaches). Validate inputs in execute and return an "
+    "error response naming the bad input instead of raising, and alert on the model's failure "
+    "ratio (nv_inference_request_failure against nv_inference_request_success)."
+)
+
+
 @dataclass
 class ModelFailing:
     min_failures: float = 5.0
-    """Backend failures with no success, from /metrics, that make a failing model."""
+    """Backend failures with no success, from /metrics, that make a failing model; and the
+    error lines that make one that fails some of its requests."""
+    min_share: float = 0.05
+    """Share of a model's batches (or, without the verbose log, of its requests) that must
+    have raised for a model that serves the rest to be reported."""
     max_evidence: int = 5
     timeout_slowdown: float = 5.0
     """Error responses this many times slower than the model's answers (and 0.5 s or more)
@@ -96,7 +132,84 @@ class ModelFailing:
             for m, (f, lines) in runs.items()
             if m not in passed_up
         ]
-        return found + self._answering_errors(window, {f.model for f in failures})
+        failing_models = {f.model for f in failures}
+        found += self._raising_some(window, failing_models | set(runs))
+        return found + self._answering_errors(window, failing_models)
+
+    def _raising_some(self, window: Window, failing_models: set[str]) -> list[Finding]:
+        """Models whose execute raised on part of their batches (``min_share`` or more of
+        them, at least ``min_failures`` times) while the rest succeeded: a bug that depends
+        on the input (tests/fixtures/foreign tts_acoustic_partial_errors: KeyError on 46 of
+        258 batches). Not a caller whose errors come from a failing callee (that callee's
+        finding is the cause: a parent's AttributeError on a child's error response)."""
+        errors = raised(window)
+        inst = instances_of(window)
+        calls = callees(inst)
+        executed: dict[str, int] = {}
+        for e in inst.executions:
+            executed[e.model] = executed.get(e.model, 0) + 1
+        out = []
+        for model, lines in sorted(errors.items()):
+            if model in failing_models or len(lines) < self.min_failures:
+                continue
+            others = (failing_models | set(errors)) - {model}
+            if calls.get(model, set()) & others or (model not in calls and failing_models):
+                continue  # a callee fails (or, calls unknown, some model fails everything)
+            if any(r.child and r.child in errors for r in lines):
+                continue
+            counted = _failure_share(window, model)
+            batches = executed.get(model, 0)
+            share = len(lines) / batches if batches else (counted[2] if counted else 0.0)
+            if share < self.min_share:
+                continue
+            out.append(self._partial_finding(model, lines, batches, counted))
+        return out
+
+    def _partial_finding(
+        self,
+        model: str,
+        lines: list[Raised],
+        batches: int,
+        counted: tuple[float, float, float] | None,
+    ) -> Finding:
+        last = lines[-1]
+        what = last.exception or "an error"
+        where = f", raised at {last.frames[0]}" if last.frames else ""
+        span_s = (last.line.header.at_ns - lines[0].line.header.at_ns) / 1e9
+        of = f" of its {batches}" if batches else ""
+        summary = (
+            f"The execute of {model} raised on {len(lines)}{of} batches over {span_s:.0f} s, and "
+            f"served the rest: {what}: {short(last.message.strip(), _SUMMARY_CHARS)}{where}"
+        )
+        if counted is not None:
+            failed, served, share = counted
+            summary += (
+                f" (/metrics: {failed:g} failed and {served:g} succeeded in the window, "
+                f"{share:.0%} failed)"
+            )
+        summary += (
+            ". Some inputs (or a state some batches reach) break it; its clients get the "
+            "exception's text for those requests."
+        )
+        evidence = tuple(
+            Evidence(
+                "log",
+                r.line.header.at_ns,
+                log_ref(r.line.header.offset),
+                short(r.line.text.strip(), _SUMMARY_CHARS),
+            )
+            for r in [lines[0], *lines[1:][-(self.max_evidence - 1) :]]
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.WARNING,
+            model=model,
+            first_seen_ns=lines[0].line.header.at_ns,
+            last_seen_ns=last.line.header.at_ns,
+            summary=summary,
+            evidence=evidence,
+            advice=PARTIAL_ADVICE,
+        )
 
     def _answering_errors(self, window: Window, failing_models: set[str]) -> list[Finding]:
         """Models answering every request with an error response (``empty_answers.py``).
@@ -201,9 +314,13 @@ class ModelFailing:
         where = f", raised at {last.frames[0]}" if last.frames else ""
         instances = sorted({r.instance for r in lines})
         summary = (
-            f"Every request to {f.model}{' that reached its backend' if f.cached else ''} has "
-            f"failed in its backend for "
-            f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success"
+            f"Every request to {f.model}"
+            + (
+                " that reached its backend has failed for "
+                if f.cached
+                else " has failed in its backend for "
+            )
+            + f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success"
             + (f"; {f.cached:g} answered from the response cache" if f.cached else "")
             + "): "
             f"its execute raises {what}: {short(last.message.strip(), _SUMMARY_CHARS)}{where} "

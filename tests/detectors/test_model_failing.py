@@ -89,3 +89,14 @@ def test_the_stored_path_finds_the_same(tmp_path: Path) -> None:
     assert [(f.kind, f.model, f.summary) for f in stored.findings if f.kind == "model_failing"] == [
         (f.kind, f.model, f.summary) for f in _of("fr_score_raises", "model_failing")
     ]
+
+
+def test_a_model_raising_on_some_batches_is_a_warning_with_its_exception() -> None:
+    """tts_acoustic_partial_errors: tts_acoustic raises KeyError on about one batch in five
+    and serves the rest (/metrics: failures and successes both rise). One warning, on it
+    alone: not a page, not a dead stub, not its BLS caller."""
+    found = [f for f in _analysis("tts_acoustic_partial_errors").findings if f.severity.rank]
+    failing = [f for f in found if f.kind == "model_failing"]
+    assert [(f.model, f.severity) for f in failing] == [("tts_acoustic", Severity.WARNING)]
+    assert "KeyError" in failing[0].summary and "failed" in failing[0].summary
+    assert not [f for f in found if f.kind == "stub_unhealthy"]

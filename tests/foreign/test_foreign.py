@@ -63,14 +63,6 @@ GAPS: dict[str, str] = {
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
     "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
     "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
-    "tts_acoustic_partial_errors": "tts_acoustic's execute raises KeyError for one batch in "
-    'five: 46 pb_stub.cc:714 "Failed to process the request(s) for model '
-    "'tts_acoustic_0_N', message: KeyError: 3N\" lines, "
-    'nv_inference_request_failure{model="tts_acoustic",reason="BACKEND"} 71 against 319 '
-    "successes (47 of 257 client requests failed), but backend_failures.failing() keeps only "
-    "a trailing run of scrapes in which failures rose and successes did not (any success "
-    "between two scrapes ends the run), so a model that fails part of its requests is never "
-    "failing and model_failing reports nothing",
     "tts_queue_full": "tritonserver crashed (SIGSEGV: 12 'Signal (11) received.' lines, then "
     "a backtrace through TRITONSERVER_ServerInferAsync from libtriton_python.so) 1 s after the "
     "first BLS child built with trace=request.trace() was rejected (PENDING to "
