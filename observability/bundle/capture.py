@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from observability.bundle.layout import FORMAT, BundleMeta, snapshot_name
+from observability.bundle.layout import FORMAT, SCRAPES, BundleMeta, snapshot_name
 
 __all__ = ["CaptureConfig", "CaptureResult", "capture"]
 
@@ -54,6 +54,8 @@ class CaptureResult:
     log_bytes: int = 0
     otlp_url: str = ""
     failures: list[str] = field(default_factory=list)
+    failed_scrapes: list[tuple[int, str, str]] = field(default_factory=list)
+    """``(unix_ms, target, error)`` of each scrape that failed: the bundle's ``scrapes.jsonl``."""
 
 
 def _get(url: str, timeout_s: float) -> bytes:
@@ -104,6 +106,7 @@ def capture(
                 result.metrics += 1
             except (urllib.error.URLError, OSError) as err:
                 result.failures.append(f"{unix_ms} metrics: {err}")
+                result.failed_scrapes.append((unix_ms, "metrics", str(err)))
         if cfg.url:
             try:
                 body = _get(f"{cfg.url}/v2/models/stats", cfg.timeout_s)
@@ -111,6 +114,7 @@ def capture(
                 result.stats += 1
             except (urllib.error.URLError, OSError) as err:
                 result.failures.append(f"{unix_ms} stats: {err}")
+                result.failed_scrapes.append((unix_ms, "stats", str(err)))
         if on_tick is not None:
             on_tick(result)
         if tick >= deadline:
@@ -133,6 +137,13 @@ def capture(
             if suffix == "" or (suffix.startswith(".") and suffix[1:].isdigit()):
                 shutil.copyfile(path, out / ("trace.json" + suffix))
                 result.traces += 1
+    if result.failed_scrapes:
+        (out / SCRAPES).write_text(
+            "".join(
+                json.dumps({"unix_ms": ms, "target": target, "error": error}) + "\n"
+                for ms, target, error in result.failed_scrapes
+            )
+        )
     offset_s = cfg.log_utc_offset_s
     meta = BundleMeta(
         format=FORMAT,

@@ -27,7 +27,14 @@ from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
 from collectors.traces.parser import parse_trace_file_lenient
 from observability import events as ev
-from observability.bundle.layout import Bundle, PartError, open_bundle, open_part, read_part
+from observability.bundle.layout import (
+    SCRAPES,
+    Bundle,
+    PartError,
+    open_bundle,
+    open_part,
+    read_part,
+)
 from observability.store import Store
 from observability.store.schema import LOG
 
@@ -120,6 +127,29 @@ def _text(bundle: Bundle, label: str, path: Path, part: str, notes: list[str]) -
     return data.decode("utf-8", errors="replace")
 
 
+_SCRAPE_TARGETS = ("metrics", "stats")
+
+
+def failed_scrapes(text: str) -> tuple[list[ev.ScrapeStatus], list[str]]:
+    """``scrapes.jsonl`` -> a down ``ScrapeStatus`` per failed scrape, and what was skipped
+    (pure). A bad line costs that line."""
+    out: list[ev.ScrapeStatus] = []
+    problems: list[str] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            at_ns = int(row["unix_ms"]) * 1_000_000
+            target = row["target"]
+            if target not in _SCRAPE_TARGETS or not 0 <= at_ns < 2**63:
+                raise ValueError(f"target {target!r} at {row['unix_ms']!r}")
+            out.append(ev.ScrapeStatus(at_ns, target, False, 0.0, str(row.get("error", ""))[:500]))
+        except (ValueError, KeyError, TypeError) as err:
+            problems.append(f"line {n} skipped: {err!r}"[:200])
+    return out, problems
+
+
 def _otlp_spans(text: str) -> list[object]:
     from collectors.otlp import spans_from_otlp_json
 
@@ -161,7 +191,17 @@ def bundle_events(
         if parsed is None:
             continue
         notes.extend(f"{label}: {p}" for p in parsed.problems[:5])
-        yield "stats", "", list(parsed.stats)
+        # A bundle that records failed scrapes says when stats answered again too (older
+        # bundles record no failure to end, and a replay of them stores nothing new).
+        up = [ev.ScrapeStatus(at_ns, "stats", True, 0.0)] if bundle.scrapes is not None else []
+        yield "stats", "", [*parsed.stats, *up]
+    if bundle.scrapes is not None:
+        text = _text(bundle, SCRAPES, bundle.scrapes, "scrapes", notes)
+        failed = None if text is None else _parsed(SCRAPES, notes, failed_scrapes, text)
+        if failed is not None:
+            statuses, problems = failed
+            notes.extend(f"{SCRAPES}: {p}" for p in problems[:5])
+            yield "metrics", "", list(statuses)
     for path in bundle.traces:
         text = _text(bundle, path.name, path, "trace", notes)
         parsed_trace = (

@@ -8,6 +8,8 @@ DIR/trace.json, trace.json.N  Triton trace files
 DIR/metrics/<unix_ms>.prom    /metrics snapshots, exactly as scraped
 DIR/stats/<unix_ms>.json      /v2/models/stats snapshots
 DIR/otlp/<unix_ms>.json       OTLP JSON export requests
+DIR/scrapes.jsonl             failed scrape attempts, one JSON object a line:
+                              {"unix_ms", "target": "metrics" or "stats", "error"}
 ```
 Any part may be absent. Reading never fails on a bad part: it is skipped with a note, so a
 truncated or partly broken bundle still gives what it can.
@@ -38,6 +40,7 @@ from collectors.logs.framing import FORMATS
 __all__ = [
     "FORMAT",
     "LIMITS",
+    "SCRAPES",
     "Bundle",
     "BundleError",
     "BundleMeta",
@@ -51,6 +54,10 @@ __all__ = [
 ]
 
 FORMAT = 1
+SCRAPES = "scrapes.jsonl"
+"""The scrapes that failed. A snapshot is the record of a scrape that answered; without this
+file a bundle of a server that crashed mid-capture read as a server that was never asked
+(tests/fixtures/foreign tts_queue_full: 48 failed scrapes, none in the bundle)."""
 _SNAPSHOT = re.compile(r"^(\d{10,16})\.(prom|json)$")
 _TRACE = re.compile(r"^trace\.json(?:\.(\d{1,9}))?$")
 _FOLDERS = {"metrics": "prom", "stats": "json", "otlp": "json"}
@@ -113,13 +120,16 @@ LIMITS = Limits()
 
 def layout_part(parts: Sequence[str]) -> str | None:
     """The kind of the bundle file at relative path ``parts`` (``meta``, ``log``, ``trace``,
-    ``metrics``, ``stats``, ``otlp``), or None for a name the layout does not have."""
+    ``metrics``, ``stats``, ``otlp``, ``scrapes``), or None for a name the layout does not
+    have."""
     if len(parts) == 1:
         name = parts[0]
         if name == "meta.json":
             return "meta"
         if name == "triton.log":
             return "log"
+        if name == SCRAPES:
+            return "scrapes"
         return "trace" if _TRACE.match(name) else None
     if len(parts) == 2 and parts[0] in _FOLDERS:
         m = _SNAPSHOT.match(parts[1])
@@ -266,6 +276,8 @@ class Bundle:
     otlp: list[tuple[int, Path]]
     notes: list[str] = field(default_factory=list)
     """What was skipped and why."""
+    scrapes: Path | None = None
+    """``scrapes.jsonl``: the failed scrapes, when the capture recorded any."""
     source: Path | None = None
     """What was opened: the folder itself, or the archive ``root`` was extracted from."""
     limits: Limits = LIMITS
@@ -428,6 +440,8 @@ def _open_folder(
     traces.sort(key=lambda p: -1 if p.name == "trace.json" else int(p.name.rsplit(".", 1)[1]))
     log_path = root / "triton.log"
     log = log_path if log_path.is_file() and not log_path.is_symlink() else None
+    scrapes_path = root / SCRAPES
+    scrapes = scrapes_path if scrapes_path.is_file() and not scrapes_path.is_symlink() else None
     if log is None and log_path.exists() and not log_path.is_symlink():
         notes.append("skipped triton.log: not a regular file")
     return Bundle(
@@ -439,6 +453,7 @@ def _open_folder(
         stats=_snapshots(root / "stats", "json", notes),
         otlp=_snapshots(root / "otlp", "json", notes),
         notes=notes,
+        scrapes=scrapes,
         source=source or root,
         limits=limits,
         _workdir=work,
