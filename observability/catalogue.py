@@ -415,7 +415,7 @@ CATALOGUE: tuple[Pathology, ...] = (
     Pathology(
         "target_down",
         "critical",
-        "Triton's /metrics or /v2/models/stats cannot be reached",
+        "Triton cannot be reached (down, or it crashed: its fatal signal and backtrace)",
         "TargetDown",
         "TritonTargetDown",
         "triton.rules.yml",
@@ -425,6 +425,7 @@ CATALOGUE: tuple[Pathology, ...] = (
         needs=(
             frozenset({"metrics"}),
             frozenset({"stats"}),
+            frozenset({"log"}),
         ),
         sight=Sight(_YES, _YES, _YES),
     ),

@@ -45,7 +45,7 @@ class Execution:
 def executions(inst: Instances) -> list[Execution]:
     """Completed executions, in start order, as :mod:`instances` reads them (two versions
     served at once share instance names; a reload's unload ends the old copy's batches)."""
-    done = [e for e in inst.executions if e.end_ns is not None]
+    done = [e for e in inst.executions if e.end_ns is not None and not e.died]
     return sorted(
         (Execution(e.model, e.instance, e.start_ns, e.end_ns or 0, e.offset) for e in done),
         key=lambda e: e.start_ns,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from observability import events as ev
+from observability.detectors.crashes import SAME_CRASH_NS, crash_of
 from observability.detectors.window import Window
 
 __all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_of"]
@@ -77,6 +78,8 @@ class Execution:
     requests: list[Admitted] = field(default_factory=list)
     first_after_load: bool = False
     """The instance's first batch after its model was (re)loaded: a cold start may be slow."""
+    died: bool = False
+    """Open when the server crashed (``crashes.py``): ``end_ns`` is the crash, not a release."""
 
     @property
     def open(self) -> bool:
@@ -127,14 +130,14 @@ class Instances:
         that most of a detector pass)."""
         out: dict[str, list[tuple[int, float]]] = {}
         for e in self.executions:
-            if e.end_ns is not None and not e.first_after_load:
+            if e.end_ns is not None and not e.first_after_load and not e.died:
                 out.setdefault(e.model, []).append((e.end_ns, (e.end_ns - e.start_ns) / 1e9))
         return out
 
     def durations_s(self, model: str, before_ns: int | None = None) -> list[float]:
         """Completed batch durations of a model, for its usual latency (a cold start is not
         usual: left out); with ``before_ns``, only batches that ended before it."""
-        done = self._completed.get(model, [])
+        done = self._completed.get(model, [])  # died batches are not in it
         if before_ns is None:
             return [s for _, s in done]
         return [s for end, s in done if end < before_ns]
@@ -170,9 +173,15 @@ def instances_of(window: Window) -> Instances:
         ev.InstanceReleased,
         ev.ModelStateChange,
         ev.RequestStateChange,
+        ev.StubOutput,
     )
     result = build_instances(
-        (r for r in records if type(r) is not ev.RequestStateChange or _unqueued(r)),
+        (
+            r
+            for r in records
+            if (type(r) is not ev.RequestStateChange or _unqueued(r))
+            and (type(r) is not ev.StubOutput or crash_of(r) is not None)
+        ),
         window.until_ns,
     )
     key = id(window)
@@ -199,6 +208,7 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
     """Instance name -> older open batches of another version under the same name."""
 
     recent: deque[Admitted] = deque(maxlen=_RECENT)
+    crashed_ns: int | None = None
 
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
@@ -214,6 +224,12 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                 admitted = Admitted(rec.model, rec.request_id, rec.header.at_ns, rec.header.offset)
                 queue.append(admitted)
                 recent.append(admitted)
+        elif type(rec) is ev.StubOutput:  # a crash (instances_of passes no other)
+            crashed_ns = rec.at_ns
+            _die(open_, shadowed, crashed_ns)
+            queues.clear()
+            recent.clear()
+            idle_from.clear()
         elif isinstance(rec, ev.RequestStateChange):
             served = _served_unqueued(recent, rec)
             if served is not None:
@@ -272,6 +288,15 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                     n for n, older in shadowed.items() if older and older[0].model == rec.model
                 ]:
                     del shadowed[name]  # an unload ends the other versions' batches too
+    if crashed_ns is not None:
+        # The dying server's other threads log on for a moment after the signal: what they
+        # started and admitted then died with it (a later restart's work does not).
+        dying = [n for n, e in open_.items() if e.start_ns - crashed_ns < SAME_CRASH_NS]
+        _die({n: open_.pop(n) for n in dying}, {}, crashed_ns)
+        for queue in queues.values():
+            alive = [a for a in queue if a.prepared_ns - crashed_ns >= SAME_CRASH_NS]
+            queue.clear()
+            queue.extend(alive)
     for name, model in ((i, m) for m, names in model_instances.items() for i in names):
         idle = idle_from.get(name)
         if name not in open_ and idle is not None and until_ns - idle > _IDLE_SLACK_NS:
@@ -353,3 +378,11 @@ def _served_unqueued(recent: deque[Admitted], rec: ev.RequestStateChange) -> Adm
             continue
         return admitted if at - admitted.prepared_ns <= _SERVED_UNQUEUED_NS else None
     return None
+
+
+def _die(open_: dict[str, Execution], shadowed: dict[str, list[Execution]], at_ns: int) -> None:
+    """End every open batch at a crash: it never returns, and it is not a hang."""
+    for e in [*open_.values(), *(e for es in shadowed.values() for e in es)]:
+        e.end_ns, e.died = at_ns, True
+    open_.clear()
+    shadowed.clear()

@@ -13,6 +13,10 @@ for the record) and no longer alerts.
 One finding for Triton as a whole, since it is the server, not a model, that is unreachable:
 ``model`` is ``""`` (the JSON form needs a string; ``""`` means "no model, the server"), and
 the evidence names each target that failed.
+
+A crash says why (``crashes.py``): the fatal signal and the backtrace Triton printed lead the
+finding. Without scrapes (a log alone), a crash after which the log stops is the finding on
+its own; one after which the log goes on was followed by a restart (``info``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.crashes import Crash, crashes
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -81,8 +86,9 @@ class TargetDown:
             if o.failures >= self.min_consecutive
             and (o.last_ns - o.first_ns) / 1e9 >= self.min_down_s
         ]
+        crashed = crashes(window.logs(ev.StubOutput))
         if not found:
-            return []
+            return [self._crash_finding(window, crashed[-1])] if crashed else []
         # The finding is about now: the targets still down, else the latest outage.
         down = [o for o in found if o.recovered_ns is None]
         shown = down or [max(found, key=lambda o: o.first_ns)]
@@ -101,7 +107,10 @@ class TargetDown:
                 f"Triton was unreachable for {since:.1f} s and answers again "
                 f"({', '.join(o.target for o in shown)})."
             )
-        evidence = tuple(
+        crash = next((c for c in reversed(crashed) if c.at_ns <= last), None)
+        if crash is not None:
+            summary = f"{_crash_text(crash)} {summary}"
+        scraped = tuple(
             Evidence(
                 "metrics" if o.target.startswith("metrics") else "stats",
                 o.last_ns,
@@ -117,6 +126,7 @@ class TargetDown:
             )
             for o in shown
         )
+        evidence = (_crash_evidence(crash), *scraped) if crash else scraped
         return [
             Finding(
                 kind=self.kind,
@@ -135,3 +145,56 @@ class TargetDown:
                 evidence=evidence,
             )
         ]
+
+    def _crash_finding(self, window: Window, crash: Crash) -> Finding:
+        """A crash seen in the log without scrapes to say whether Triton came back: the log
+        going on well after it (a dead server writes nothing) says it was restarted."""
+        later = [
+            h.at_ns
+            for r in window.logs()
+            if (h := getattr(r, "header", None)) is not None and h.at_ns > crash.at_ns
+        ]
+        restarted = bool(later) and max(later) - crash.at_ns > 10_000_000_000
+        ends = (max(later) if later else crash.at_ns) - crash.at_ns
+        summary = _crash_text(crash) + (
+            " Its log goes on after it: the server was restarted, and what was in flight at "
+            "the crash was lost."
+            if restarted
+            else f" Its log ends {ends / 1e9:.1f} s later: the server is gone, and what was in "
+            "flight was lost."
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.INFO if restarted else Severity.CRITICAL,
+            model="",
+            summary=summary,
+            advice=CRASH_ADVICE,
+            first_seen_ns=crash.at_ns,
+            last_seen_ns=crash.at_ns + ends,
+            evidence=(_crash_evidence(crash),),
+        )
+
+
+CRASH_ADVICE = (
+    "tritonserver crashed in native code: keep the backtrace from its log (and a core dump: "
+    "ulimit -c unlimited), note what it was doing (the last requests and models before the "
+    "signal), and look for the frames in Triton's issues; upgrade, or avoid the code path "
+    "(a backend option, tracing, a BLS feature) the backtrace goes through. Run it under a "
+    "supervisor that restarts it, and alert on this finding: health checks are blind while "
+    "it is down and clients see connection errors."
+)
+
+
+def _crash_text(crash: Crash) -> str:
+    through = f", backtrace through {', '.join(crash.frames[:3])}" if crash.frames else ""
+    return f"tritonserver crashed: {crash.what} ('Signal ({crash.signal}) received.'{through})."
+
+
+def _crash_evidence(crash: Crash) -> Evidence:
+    return Evidence(
+        "log",
+        crash.at_ns,
+        f"triton.log@{crash.offset}",
+        f"Signal ({crash.signal}) received."
+        + (f" backtrace: {' <- '.join(crash.frames[:5])}" if crash.frames else ""),
+    )

@@ -63,15 +63,6 @@ GAPS: dict[str, str] = {
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
     "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
     "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
-    "tts_queue_full": "tritonserver crashed (SIGSEGV: 12 'Signal (11) received.' lines, then "
-    "a backtrace through TRITONSERVER_ServerInferAsync from libtriton_python.so) 1 s after the "
-    "first BLS child built with trace=request.trace() was rejected (PENDING to "
-    "FAILED_ENQUEUE): the bundle has 7 metrics/stats snapshots and then nothing for 24 s "
-    "(48 capture failures), but bundle.capture keeps failed scrapes only in "
-    "CaptureResult.failures and bundle.ingest emits ScrapeStatus(up=True) per stored "
-    "snapshot only, so target_down.outages() sees no failed scrape; the 'Signal (11)' lines "
-    "are StubOutput that no detector reads; and hung_request reads the batches the crash "
-    "left open as hangs of tts_acoustic and tts_frontend (absent: the server is dead)",
     "tts_queue_full_untraced": _REJECTED + "2916 'Setting state from PENDING to "
     "FAILED_ENQUEUE' lines, each after a 'prepared: ... model: tts_acoustic' line",
     "tts_queue_full_child_untraced": _REJECTED + "1911 'Setting state from PENDING to "
