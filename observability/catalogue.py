@@ -413,6 +413,27 @@ CATALOGUE: tuple[Pathology, ...] = (
         ),
     ),
     Pathology(
+        "requests_rejected",
+        "critical",
+        "Triton refuses requests: a model's queue is full (max_queue_size)",
+        "RequestsRejected",
+        "TritonRequestsRejected",
+        "findings.rules.yml",
+        ("nv_inference_pending_request_count", "nv_inference_request_failure"),
+        (),
+        "tests/detectors/test_requests_rejected.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            _YES,
+            (
+                "no",
+                "Triton 2.51 counts the refusals in no metric and logs them only at "
+                "--log-verbose 1",
+            ),
+            _YES,
+        ),
+    ),
+    Pathology(
         "target_down",
         "critical",
         "Triton cannot be reached (down, or it crashed: its fatal signal and backtrace)",

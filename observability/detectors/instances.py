@@ -115,6 +115,9 @@ class Instances:
     versions: dict[str, set[int]] = field(default_factory=dict)
     """Model -> the versions its requests were prepared for (two served at once share
     instance names)."""
+    rejected: dict[str, list[Admitted]] = field(default_factory=dict)
+    """Model -> requests Triton refused to queue (``PENDING to FAILED_ENQUEUE``: its queue
+    was full, ``max_queue_size``), in time order."""
 
     def busy(self, model: str) -> list[Execution]:
         return [e for e in self.open.values() if e.model == model]
@@ -209,6 +212,7 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
 
     recent: deque[Admitted] = deque(maxlen=_RECENT)
     crashed_ns: int | None = None
+    rejected: dict[str, list[Admitted]] = {}
 
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
@@ -233,6 +237,8 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
         elif isinstance(rec, ev.RequestStateChange):
             served = _served_unqueued(recent, rec)
             if served is not None:
+                if rec.to_state == FAILED_ENQUEUE:
+                    rejected.setdefault(served.model, []).append(served)
                 recent.remove(served)
                 waiting = queues.get(served.model)
                 if waiting is not None and served in waiting:
@@ -316,6 +322,7 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
         until_ns,
         instanceless,
         versions,
+        rejected,
     )
 
 
@@ -359,16 +366,24 @@ def _lifecycle(
         loaded.pop(model, None)
 
 
+FAILED_ENQUEUE = "FAILED_ENQUEUE"
+"""The state of a request its model's scheduler refused (a full queue): logged right after its
+admission (tests/fixtures/foreign tts_queue_full_untraced: 2,916 of them)."""
+
+
 def _unqueued(rec: ev.RequestStateChange) -> bool:
-    """Whether a state line releases a request that never executed."""
-    return rec.from_state == "PENDING" and rec.to_state == "RELEASED"
+    """Whether a state line ends a request that never executed: answered from the response
+    cache (``PENDING to RELEASED``) or refused by a full queue (``FAILED_ENQUEUE``)."""
+    return rec.to_state == FAILED_ENQUEUE or (
+        rec.from_state == "PENDING" and rec.to_state == "RELEASED"
+    )
 
 
 def _served_unqueued(recent: deque[Admitted], rec: ev.RequestStateChange) -> Admitted | None:
     """The admitted request a ``PENDING to RELEASED`` line answers without an execution (a
-    response-cache hit): the one of its id, else the newest still waiting, when admitted
-    just before. A request released from the queue later (a queue timeout, a cancellation)
-    is left for the idle-instance pruning."""
+    response-cache hit), or a ``FAILED_ENQUEUE`` line refuses: the one of its id, else the
+    newest still waiting, when admitted just before. A request released from the queue
+    later (a queue timeout, a cancellation) is left for the idle-instance pruning."""
     if not _unqueued(rec):
         return None
     at = rec.header.at_ns

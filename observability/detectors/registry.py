@@ -21,6 +21,7 @@ from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
 from observability.detectors.model_failing import ModelFailing
 from observability.detectors.model_stalled import ModelStalled
+from observability.detectors.requests_rejected import RequestsRejected
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.detectors.stream_stalled import StreamStalled
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector
@@ -44,6 +45,7 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             ColdStart,
             StubUnhealthyDetector,
             ModelFailing,
+            RequestsRejected,
             TargetDown,
             ModelStalled,
             StreamStalled,

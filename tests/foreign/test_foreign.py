@@ -30,15 +30,6 @@ _SHARED_NAMES = (
     "'released N requests' lines carry no version, so instance lifecycles keyed by name "
     "interleave the two versions' batches: "
 )
-_REJECTED = (
-    "no kind for requests Triton rejects because a model's queue is full: the burst's BLS "
-    "calls overflow tts_acoustic's max_queue_size 4 (clients get 'Exceeds maximum queue "
-    "size', a text Triton never logs) and nothing counts them "
-    '(nv_inference_request_failure{model="tts_acoustic",reason="REJECTED"} stays 0, and '
-    "without --log-verbose nothing at all is left: tts_queue_full_quiet); "
-    "instance_saturation does not fit either (tts_acoustic's longest all-busy stretch is "
-    "0.15 s, its pending gauge at most 4): the verbose log's witness is "
-)
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
@@ -63,10 +54,6 @@ GAPS: dict[str, str] = {
     "one copy of the resource R the two doc_layout instances never execute at once (0 s "
     "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
     "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
-    "tts_queue_full_untraced": _REJECTED + "2916 'Setting state from PENDING to "
-    "FAILED_ENQUEUE' lines, each after a 'prepared: ... model: tts_acoustic' line",
-    "tts_queue_full_child_untraced": _REJECTED + "1911 'Setting state from PENDING to "
-    "FAILED_ENQUEUE' lines, each after a 'prepared: ... model: tts_acoustic' line",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
