@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 from observability import events as ev
 from observability.detectors.backend_failures import failing
+from observability.detectors.instances import instances_of
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -67,16 +69,41 @@ class Stretch:
         return (self.end_ns - self.start_ns) / 1e9
 
 
+def peak_busy(records: Iterable[object]) -> dict[str, int]:
+    """Model -> the most of its instances ever executing at once (pure)."""
+    model_of: dict[str, str] = {}
+    busy: dict[str, set[str]] = {}
+    peak: dict[str, int] = {}
+    for rec in records:
+        if isinstance(rec, ev.InstanceExecuting):
+            model_of[rec.instance] = rec.model
+            now = busy.setdefault(rec.model, set())
+            now.add(rec.instance)
+            peak[rec.model] = max(peak.get(rec.model, 0), len(now))
+        elif isinstance(rec, ev.InstanceReleased):
+            busy.get(model_of.get(rec.instance, ""), set()).discard(rec.instance)
+    return peak
+
+
 def all_busy_stretches(
-    records: Iterable[object], until_ns: int, merge_gap_s: float = 0.005
+    records: Iterable[object],
+    until_ns: int,
+    merge_gap_s: float = 0.005,
+    capacity: dict[str, int] | None = None,
+    limited_gap_s: float = 0.025,
 ) -> list[Stretch]:
     """Maximal all-instances-busy spans per model from Instance{Executing,Released} records.
 
     Two all-busy spans separated by less than ``merge_gap_s`` are one stretch: a saturated
     instance picks the next queued request within microseconds of releasing the last one.
     An execution still open at ``until_ns`` counts as busy until then. Linear in the records.
+    ``capacity``: model -> how many of its instances may run at once, when fewer than all
+    (a rate limiter's resources); a stretch is then that many busy, and ``limited_gap_s``
+    merges it: the limiter hands its resource on through the scheduler, and with a batching
+    delay the next batch starts 5 to 11 ms after the last one ends (doc_layout_rate_saturation).
     """
     records = list(records)
+    capacity = capacity or {}
     model_of: dict[str, str] = {}
     for rec in records:
         if isinstance(rec, ev.InstanceExecuting):
@@ -104,9 +131,11 @@ def all_busy_stretches(
             model, at = rec.model, rec.header.at_ns
             busy[model].add(rec.instance)
             started[rec.instance] = at
-            if busy[model] == instances[model] and model not in open_:
+            full = len(busy[model]) >= capacity.get(model, len(instances[model]))
+            if full and model not in open_:
                 last = done.get(model)
-                if last is not None and at - last[1] <= gap_ns:
+                gap = int(limited_gap_s * 1e9) if model in capacity else gap_ns
+                if last is not None and at - last[1] <= gap:
                     open_[model] = done.pop(model)  # resume the previous stretch
                 else:
                     if last is not None:
@@ -154,9 +183,10 @@ class InstanceSaturation:
 
     def detect(self, window: Window) -> list[Finding]:
         records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
+        limited = _limited(records)
         stretches = [
             s
-            for s in all_busy_stretches(records, window.until_ns, self.merge_gap_s)
+            for s in all_busy_stretches(records, window.until_ns, self.merge_gap_s, limited)
             if s.seconds >= self.min_busy_s
             and s.executions >= self.min_executions
             and s.longest_s <= self.max_single_fraction * s.seconds
@@ -179,6 +209,16 @@ class InstanceSaturation:
                 best[stretch.model] = (stretch, before, peak, peak_at)
         if not best:
             return []
+        # A parent whose instances were all busy awaiting a saturated child is that child's
+        # caller, not a second bottleneck (doc_layout_rate_saturation: doc_router).
+        calls = callees(instances_of(window))
+        waiting = {
+            m
+            for m, (s, *_rest) in best.items()
+            for child in calls.get(m, ())
+            if child in best and child != m and _overlap(s, best[child][0])
+        }
+        best = {m: v for m, v in best.items() if m not in waiting}
         callers = _callers(window, {m: v[0] for m, v in best.items()})
         cancels = [
             c
@@ -191,7 +231,8 @@ class InstanceSaturation:
                 before,
                 peak,
                 peak_at,
-                callers.get(model, Counter()),
+                limited.get(model),
+                callers.get(model) or Counter({c: 0 for c, cs in calls.items() if model in cs}),
                 [c for c in cancels if stretch.start_ns <= c.header.at_ns <= stretch.end_ns],
             )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
@@ -203,16 +244,32 @@ class InstanceSaturation:
         before: float,
         peak: float,
         peak_at: int,
+        allowed: int | None,
         callers: Counter[str],
         cancels: list[ev.FrontendCancellation],
     ) -> Finding:
         n = len(s.instances)
-        fed = ", ".join(f"{m} ({c} requests)" for m, c in callers.most_common(5)) or "clients"
-        who = f"All {n} instances" if n > 1 else "The only instance"
+        fed = (
+            ", ".join(
+                f"{m} ({c} requests)" if c else f"BLS calls from {m}"
+                for m, c in callers.most_common(5)
+            )
+            or "clients"
+        )
+        who = (
+            f"All {n} instances of '{s.model}' were"
+            if n > 1
+            else (f"The only instance of '{s.model}' was")
+        )
+        if allowed is not None:
+            who = (
+                f"'{s.model}' never ran more than {allowed} of its {n} instances at once (a "
+                "rate limiter's resources, --rate-limit=execution_count, hold the others "
+                f"back), and {'that one was' if allowed == 1 else f'those {allowed} were'}"
+            )
         summary = (
-            f"{who} of '{s.model}' {'were' if n > 1 else 'was'} busy for "
-            f"{s.seconds:.1f} s while its queue grew from {before:g} to {peak:g} requests "
-            f"(fed by {fed}): the model cannot keep up with its callers."
+            f"{who} busy for {s.seconds:.1f} s while its queue grew from {before:g} to "
+            f"{peak:g} requests (fed by {fed}): the model cannot keep up with its callers."
         )
         cancel_advice = ""
         if cancels:
@@ -339,3 +396,19 @@ def _parent_model(request_id: str, model_of: dict[str, str]) -> str | None:
         if head in model_of:
             return model_of[head]
     return None
+
+
+def _limited(records: list[object]) -> dict[str, int]:
+    """Models whose instances never all ran at once though requests queued: how many may.
+    Triton dispatches a queued request to any free instance, so an instance left idle while
+    others run is held back (a rate limiter): its model saturates at that many busy."""
+    peaks = peak_busy(records)
+    names: dict[str, set[str]] = {}
+    for rec in records:
+        if isinstance(rec, ev.InstanceExecuting):
+            names.setdefault(rec.model, set()).add(rec.instance)
+    return {m: p for m, p in peaks.items() if p < len(names.get(m, ()))}
+
+
+def _overlap(a: Stretch, b: Stretch) -> bool:
+    return a.start_ns < b.end_ns and b.start_ns < a.end_ns

@@ -49,11 +49,6 @@ GAPS: dict[str, str] = {
     "50 ms of the batch's start): the finding says 'a call into the caller's own model' and "
     "never names doc_layout, whose instance doc_layout_0_0 issued the real call back 0.5 s "
     "into its batch",
-    "doc_layout_rate_saturation": "instance_saturation.all_busy_stretches opens a stretch "
-    "only while every instance of a model executes; with --rate-limit=execution_count and "
-    "one copy of the resource R the two doc_layout instances never execute at once (0 s "
-    "with both busy, 20.8 s with one, pending 2 to 4 for 15 s), so doc_layout has no "
-    "stretch, and the finding goes to doc_router, whose 2 instances only await doc_layout",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
