@@ -39,16 +39,6 @@ GAPS: dict[str, str] = {
     "second), 1 us apart in file order, so idless_fan_outs sees one wave (no gap over 1 ms) "
     "and a last wait of microseconds (< min_waves 3, < min_wait_s 0.1 s): no "
     "thread_pool_exhaustion (the glog original: 37 calls, about 6 at once, last waited 0.91 s)",
-    "doc_router_pool_deadlock": "id-less cycle doc_router -> doc_layout -> doc_router: "
-    "bls_deadlock._without_ids reports one blocked request per model, oldest first, and sorts "
-    "its candidate callers same-model first; the oldest blocked doc_router request is the "
-    "fourth fault client's document, admitted 4 ms after doc_router_0_1's batch began, which "
-    "origins.origins classes CALL (its gRPC 'Process for ModelInferHandler ... step START' "
-    "line names no model, and a doc_layout BLS child's prepared line 0.2 ms earlier took it), "
-    "so waits.analyse keeps it as a possible self-call (same model, within _SELF_CALL_NS = "
-    "50 ms of the batch's start): the finding says 'a call into the caller's own model' and "
-    "never names doc_layout, whose instance doc_layout_0_0 issued the real call back 0.5 s "
-    "into its batch",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
