@@ -5,7 +5,7 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``, ``repos/doc``, ``repos/tts``: not the demo's names,
+``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``: not the demo's names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
@@ -69,7 +69,10 @@ class Injection:
     values: needs ``model_control="explicit"``) or ``swap_config``
     (write ``source`` over ``target``'s config.pbtxt in the served copy of the repository,
     then load ``target`` again, as an operator deploying an edited config does: needs
-    ``model_control="explicit"``)."""
+    ``model_control="explicit"``), ``restart_server`` (SIGKILL the tritonserver process,
+    wait ``params["down_s"]`` seconds, then start it again on the same ports, its log going
+    on in the same file, while the capture keeps running) or ``kill_server`` (SIGKILL the
+    tritonserver process and leave it down)."""
     target: str = ""
     repeat_s: float = 0.0
     """``request`` only: each of the ``count`` clients sends again as soon as it is answered,
@@ -88,7 +91,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc`` or ``tts``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts`` or ``emb``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -1715,6 +1718,136 @@ _TTS = (
     ),
 )
 
+_EMB_PIPELINE = (
+    "the embedding service (emb_ensemble, an ensemble: emb_tokenize, python, 2 instances -> "
+    "emb_encode, python, dynamic batching, preferred 8 and 16, 10 ms, up to 16, 2 instances, "
+    "2 priority levels (default 2) and a queue policy that rejects a request queued for more "
+    "than 200 ms (timeout_action REJECT, default_timeout_microseconds 200000, overridable); "
+    "5 ms plus 35 ms a request per batch -> emb_pool, python, 1 instance) under six id-less "
+    "gRPC clients"
+)
+_EMB_SLOW = Injection(
+    5,
+    1,
+    {"request_ms": 500},
+    60,
+    "reload emb_encode with request_ms=500 (repository API)",
+    "reload",
+    "emb_encode",
+)
+_EMB_SURGE = Injection(5, 12, {}, 10, "12 more clients, each resending for 15 s", repeat_s=15)
+_EMB_COLD = Injection(
+    5,
+    1,
+    {"cold_start_s": 4},
+    60,
+    "reload emb_tokenize with cold_start_s=4 (repository API)",
+    "reload",
+    "emb_tokenize",
+)
+
+_EMB = (
+    Scenario(
+        "emb_healthy",
+        "emb",
+        f"{_EMB_PIPELINE}, verbose log: the twin of every emb_* fault",
+        (),
+        clients=6,
+    ),
+    Scenario(
+        "emb_healthy_quiet",
+        "emb",
+        f"{_EMB_PIPELINE}, without --log-verbose and without trace files: the quiet twin",
+        (),
+        clients=6,
+        log_verbose=0,
+        trace=False,
+    ),
+    Scenario(
+        "emb_healthy_iso",
+        "emb",
+        f"{_EMB_PIPELINE}, verbose log with --log-format ISO8601: the twin of "
+        "emb_tokenize_cold_start_iso",
+        (),
+        clients=6,
+        log_format="ISO8601",
+    ),
+    Scenario(
+        "emb_encode_slow_queue_timeouts",
+        "emb",
+        f"{_EMB_PIPELINE}; model control explicit; 5 s in, emb_encode is loaded again through "
+        "the repository API with request_ms=500 (a heavier checkpoint): each request of a batch "
+        "costs 500 ms, the six clients queue behind the two instances, and requests that wait "
+        "in the queue past its 200 ms timeout are rejected by Triton; verbose log",
+        (("requests_rejected", "emb_encode"),),
+        clients=6,
+        model_control="explicit",
+        injections=(_EMB_SLOW,),
+    ),
+    Scenario(
+        "emb_encode_saturated",
+        "emb",
+        f"{_EMB_PIPELINE}; 5 s in, twelve more clients send for 15 s, each again as soon as "
+        "answered: emb_encode at its normal speed has more work than its 2 instances can "
+        "serve; verbose log",
+        (("instance_saturation", "emb_encode"),),
+        clients=6,
+        injections=(_EMB_SURGE,),
+    ),
+    Scenario(
+        "emb_server_restart",
+        "emb",
+        f"{_EMB_PIPELINE}; 10 s in, the tritonserver process is killed (SIGKILL, as the "
+        "kernel's OOM killer does) and 4 s later started again on the same ports (a "
+        "supervisor's restart); the capture and the clients keep running; verbose log",
+        (("target_down", ""),),
+        clients=6,
+        injections=(
+            Injection(
+                10,
+                1,
+                {"down_s": 4},
+                0,
+                "kill -9 tritonserver, start it again 4 s later",
+                "restart_server",
+            ),
+        ),
+    ),
+    Scenario(
+        "emb_server_killed",
+        "emb",
+        f"{_EMB_PIPELINE}; 10 s in, the tritonserver process is killed (SIGKILL) and not "
+        "started again; the capture and the clients keep running; verbose log",
+        (("target_down", ""),),
+        clients=6,
+        injections=(Injection(10, 1, {}, 0, "kill -9 tritonserver", "kill_server"),),
+    ),
+    Scenario(
+        "emb_pool_stub_oom",
+        "emb",
+        f"{_EMB_PIPELINE}; 5 s in, the python stub of emb_pool_0_0 (emb_pool's only "
+        "instance, the ensemble's last step) is killed with SIGKILL (as the OOM killer "
+        "does); verbose log",
+        (("stub_unhealthy", "emb_pool"),),
+        clients=6,
+        injections=(
+            Injection(5, 1, {}, 0, "kill -9 the stub of emb_pool_0_0", "kill_stub", "emb_pool_0_0"),
+        ),
+    ),
+    Scenario(
+        "emb_tokenize_cold_start_iso",
+        "emb",
+        f"{_EMB_PIPELINE}; `--log-format ISO8601` (second resolution), model control "
+        "explicit; 5 s in, emb_tokenize is loaded again through the repository API with "
+        "cold_start_s=4: the first execute of each of its two new instances takes 4 s",
+        (("cold_start", "emb_tokenize"),),
+        clients=6,
+        log_format="ISO8601",
+        model_control="explicit",
+        injections=(_EMB_COLD,),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -1843,6 +1976,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_NOISY,
         *_DOC,
         *_TTS,
+        *_EMB,
     )
 }
 
@@ -1924,6 +2058,10 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"DOC": rng.random(16 * int(rng.integers(2, 5)), dtype=np.float32)}
     if repo == "tts":  # one text of 1 or 2 sentences; no batch dimension (tts_frontend: 0)
         return {"TEXT": np.array([_tts_text(rng).encode()], dtype=np.object_)}
+    if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
+        n = int(rng.integers(4, 21))
+        text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
+        return {"TEXT": np.array([[text.encode()]], dtype=np.object_)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -1973,6 +2111,8 @@ def _send(
         return client.infer("doc_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "tts":
         return client.infer("tts_frontend", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "emb":
+        return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -1989,7 +2129,20 @@ _PAUSE_S = {
     "noisy": 0.5,
     "doc": 0.2,
     "tts": 0.2,
+    "emb": 0.2,
 }
+
+
+_JITTERED = frozenset({"emb"})
+"""Families whose clients pause a random 0 to 2 x ``_PAUSE_S`` (uniform) instead of exactly
+``_PAUSE_S``: unsynchronised clients, whose requests do not fall into step with the batches of
+the model they wait on."""
+
+
+def _pause_text(repo: str) -> str:
+    if repo in _JITTERED:
+        return f"a random 0 to {2 * _PAUSE_S[repo]:g} s (uniform)"
+    return f"{_PAUSE_S[repo]} s"
 
 
 _PROTOCOL = {"stateful": "HTTP"}
@@ -2048,7 +2201,7 @@ def _worker(
             if repo == "recsys":  # the profile endpoint calls the plain model directly
                 direct = client.infer("rec_features", {"USER": inputs["USER"]}, "")
                 out.add("healthy:rec_features", direct, t0)
-            stop.wait(pause)
+            stop.wait(rng.uniform(0, 2 * pause) if repo in _JITTERED else pause)
     finally:
         client.close()
 
@@ -2059,6 +2212,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     label = f"fault@{inj.at_s:g}"
     if inj.action == "kill_stub":
         _kill_stub(lab, inj.target, label, out, t0)
+        return
+    if inj.action in ("restart_server", "kill_server"):
+        down_s = float(inj.params.get("down_s", 0)) if inj.action == "restart_server" else None
+        _kill_server(lab, down_s, label, out, t0)
         return
     if inj.action == "request" and repo == "stateful":
         url = _client_url(lab, repo)
@@ -2117,6 +2274,31 @@ def _kill_stub(lab: object, instance: str, label: str, out: Outcomes, t0: float)
         os.kill(pid, signal.SIGKILL)
     status = f"killed pid {' '.join(map(str, pids))}" if pids else "error"
     out.note(label, started - t0, status, 0.0, "" if pids else "no stub found")
+
+
+def _kill_server(lab: object, down_s: float | None, label: str, out: Outcomes, t0: float) -> None:
+    """SIGKILL tritonserver (its stubs notice that their parent is gone and exit); with
+    ``down_s``, start it again that many seconds later on the same ports (the lab's
+    ``start(ports)``: the log goes on in the same file, the counters start at zero)."""
+    started = time.monotonic()
+    pid = lab.pid  # type: ignore[attr-defined]
+    if pid is None:
+        out.note(label, started - t0, "error", 0.0, "no server process")
+        return
+    os.kill(pid, signal.SIGKILL)
+    out.note(label, started - t0, f"killed server pid {pid}", 0.0, "")
+    if down_s is None:
+        return
+    time.sleep(down_s)
+    again = time.monotonic()
+    try:
+        ports = lab.ports  # type: ignore[attr-defined]
+        lab.stop()  # type: ignore[attr-defined]  # reaps the killed server and any stub left
+        lab.start(ports)  # type: ignore[attr-defined]
+        status, error = f"restarted, pid {lab.pid}", ""  # type: ignore[attr-defined]
+    except Exception as err:  # the outcome is reported, not raised
+        status, error = "error", str(err)
+    out.note(label, again - t0, status, time.monotonic() - again, error)
 
 
 # ------------------------------------------------------------------------------ record
@@ -2330,6 +2512,7 @@ _LOAD_TEXT = {
     "doc": "`doc_router` infer, a random DOC [16 x k] (a document of k = 2 to 4 pages)",
     "tts": "`tts_frontend` infer, a random TEXT [1] (1 or 2 sentences of 3 to 7 words, one "
     "in five with a number)",
+    "emb": "`emb_ensemble` infer, a random TEXT [1, 1] (one string of 4 to 20 words)",
 }
 
 
@@ -2377,7 +2560,7 @@ Recorded by
 - Load: {_count_text(scenario)} clients {_ids_text(scenario)}, each sending
   one request
   ({_LOAD_TEXT[scenario.repo] if scenario.audio == "fixed" else _GROWING_TEXT})
-  then pausing {_PAUSE_S[scenario.repo]} s, timeout 10 s, for the whole
+  then pausing {_pause_text(scenario.repo)}, timeout 10 s, for the whole
   window{_start_text(scenario)}.
 {_pins_text(scenario)}- Injected (seconds after the capture started):
 
