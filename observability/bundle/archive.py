@@ -36,6 +36,7 @@ from typing import BinaryIO
 
 from observability.bundle.layout import (
     LIMITS,
+    SCRAPES,
     BundleError,
     Limits,
     PartError,
@@ -350,7 +351,7 @@ def write_archive(folder: Path | str, archive: Path | str) -> Path:
     archive cut short still opens. Only files of the layout go in, never a link."""
     folder, archive = Path(folder), Path(archive)
     top = folder.resolve().name or "bundle"
-    names = [folder / "meta.json", folder / "triton.log"]
+    names = [folder / "meta.json", folder / "triton.log", folder / SCRAPES]
     names += sorted(folder.glob("trace.json*"))
     for sub in ("metrics", "stats", "otlp"):
         if (folder / sub).is_dir() and not (folder / sub).is_symlink():

@@ -88,19 +88,20 @@ def peak_busy(records: Iterable[object]) -> dict[str, int]:
 def all_busy_stretches(
     records: Iterable[object],
     until_ns: int,
-    merge_gap_s: float = 0.005,
+    merge_gap_s: float = 0.025,
     capacity: dict[str, int] | None = None,
-    limited_gap_s: float = 0.025,
 ) -> list[Stretch]:
     """Maximal all-instances-busy spans per model from Instance{Executing,Released} records.
 
     Two all-busy spans separated by less than ``merge_gap_s`` are one stretch: a saturated
-    instance picks the next queued request within microseconds of releasing the last one.
+    instance picks the next queued request within microseconds of releasing the last one,
+    or, with dynamic batching, once the batcher's queue delay is over (emb_encode_saturated:
+    gaps up to 19 ms under a 10 ms max_queue_delay; a 5 ms gap cut 14 s of saturation into
+    stretches of 1 s), and a rate limiter hands its resource on in 5 to 11 ms
+    (doc_layout_rate_saturation).
     An execution still open at ``until_ns`` counts as busy until then. Linear in the records.
     ``capacity``: model -> how many of its instances may run at once, when fewer than all
-    (a rate limiter's resources); a stretch is then that many busy, and ``limited_gap_s``
-    merges it: the limiter hands its resource on through the scheduler, and with a batching
-    delay the next batch starts 5 to 11 ms after the last one ends (doc_layout_rate_saturation).
+    (a rate limiter's resources); a stretch is then that many busy.
     """
     records = list(records)
     capacity = capacity or {}
@@ -134,8 +135,7 @@ def all_busy_stretches(
             full = len(busy[model]) >= capacity.get(model, len(instances[model]))
             if full and model not in open_:
                 last = done.get(model)
-                gap = int(limited_gap_s * 1e9) if model in capacity else gap_ns
-                if last is not None and at - last[1] <= gap:
+                if last is not None and at - last[1] <= gap_ns:
                     open_[model] = done.pop(model)  # resume the previous stretch
                 else:
                     if last is not None:
@@ -178,7 +178,7 @@ class InstanceSaturation:
     min_rise: float = 1.0
     """... and grow by at least this much over its value when the stretch began."""
     max_single_fraction: float = 0.5
-    merge_gap_s: float = 0.005
+    merge_gap_s: float = 0.025
     critical_busy_s: float = 30.0
 
     def detect(self, window: Window) -> list[Finding]:

@@ -32,6 +32,7 @@ from functools import cached_property
 
 from observability import events as ev
 from observability.detectors.crashes import SAME_CRASH_NS, crash_of
+from observability.detectors.target_down import gone_ns
 from observability.detectors.window import Window
 
 __all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_of"]
@@ -186,14 +187,18 @@ def instances_of(window: Window) -> Instances:
             and (type(r) is not ev.StubOutput or crash_of(r) is not None)
         ),
         window.until_ns,
+        gone_ns(window),
     )
     key = id(window)
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 
 
-def build_instances(records: Iterable[object], until_ns: int) -> Instances:
-    """Instance lifecycles from log records in time order (pure)."""
+def build_instances(
+    records: Iterable[object], until_ns: int, gone_ns: int | None = None
+) -> Instances:
+    """Instance lifecycles from log records in time order (pure). ``gone_ns``: the server
+    went away after this instant and did not come back (``target_down.gone_ns``)."""
     executions: list[Execution] = []
     open_: dict[str, Execution] = {}
     model_instances: dict[str, set[str]] = {}
@@ -294,6 +299,8 @@ def build_instances(records: Iterable[object], until_ns: int) -> Instances:
                     n for n, older in shadowed.items() if older and older[0].model == rec.model
                 ]:
                     del shadowed[name]  # an unload ends the other versions' batches too
+    if gone_ns is not None and crashed_ns is None:
+        crashed_ns = gone_ns  # killed without a word (SIGKILL, the OOM killer): the same end
     if crashed_ns is not None:
         # The dying server's other threads log on for a moment after the signal: what they
         # started and admitted then died with it (a later restart's work does not).

@@ -1,4 +1,4 @@
-"""requests_rejected: Triton refuses requests because a model's queue is full.
+"""requests_rejected: Triton refuses requests: a model's queue is full, or they waited too long.
 
 Why a kind of its own: a model with a bounded queue (``dynamic_batching { default_queue_policy
 ... max_queue_size: N }``) answers the requests over the bound with an error at once ("Exceeds
@@ -14,12 +14,20 @@ The state line names neither the model nor (without ids) the request: ``instance
 it to the newest request admitted just before it. On a busy log another model's admission can
 fall between the two, so a model with only a sliver of the refusals (under ``noise_share`` of
 the most refused model's) is not reported: its share is the join's error, not a second bound.
+
+A queue policy's timeout (``default_timeout_microseconds`` with ``timeout_action: REJECT``) is
+the other refusal: a request that waited longer is dropped from the queue. Those Triton does
+count, in ``nv_inference_request_failure{reason="REJECTED"}``, while the log shows only a bare
+``PENDING to RELEASED`` (tests/fixtures/foreign emb_encode_slow_queue_timeouts: 67); so they
+are read from /metrics, with or without the verbose log.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
+from observability.detectors.backend_failures import FAILURES, SUCCESSES
 from observability.detectors.instances import Admitted, instances_of
 from observability.detectors.requests import log_ref
 from observability.detectors.waits import callees
@@ -49,13 +57,14 @@ class RequestsRejected:
 
     def detect(self, window: Window) -> list[Finding]:
         inst = instances_of(window)
+        timed_out = _timed_out(window, self.min_rejected)
+        out = [self._timeout_finding(m, *t) for m, t in sorted(timed_out.items())]
         if not inst.rejected:
-            return []
+            return out
         top = max(len(v) for v in inst.rejected.values())
         calls = callees(inst)
-        out = []
         for model, refused in sorted(inst.rejected.items()):
-            if len(refused) < max(self.min_rejected, self.noise_share * top):
+            if len(refused) < max(self.min_rejected, self.noise_share * top) or model in timed_out:
                 continue
             served = sum(len(e.requests) for e in inst.executions if e.model == model)
             share = len(refused) / max(len(refused) + served, 1)
@@ -100,3 +109,76 @@ class RequestsRejected:
                 ),
             ),
         )
+
+    def _timeout_finding(
+        self, model: str, rejected: float, served: float, first_ns: int, last_ns: int
+    ) -> Finding:
+        share = rejected / max(rejected + served, 1.0)
+        summary = (
+            f"Triton rejected {rejected:g} requests to {model} over "
+            f"{(last_ns - first_ns) / 1e9:.0f} s, {share:.0%} of those it answered: they waited "
+            "in its queue past the queue policy's timeout (timeout_action REJECT), so the "
+            "model serves too slowly for its callers ('Request timeout expired')."
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL if share >= self.critical_share else Severity.WARNING,
+            model=model,
+            summary=summary,
+            advice=TIMEOUT_ADVICE,
+            first_seen_ns=first_ns,
+            last_seen_ns=last_ns,
+            evidence=(
+                Evidence(
+                    "metrics",
+                    last_ns,
+                    f'{FAILURES}{{model="{model}",reason="REJECTED"}}',
+                    f"rose by {rejected:g} while {SUCCESSES} rose by {served:g}",
+                ),
+            ),
+        )
+
+
+TIMEOUT_ADVICE = (
+    "Requests wait in the model's queue longer than its queue policy allows "
+    "(default_timeout_microseconds, or a client's timeout when allow_timeout_override is on): "
+    "the model is too slow for the load. Find why it slowed (its compute time per request in "
+    "/v2/models/stats, a recent reload or config change), add instances or batch more, or "
+    "give the queue a longer timeout if the callers can wait."
+)
+
+
+def _timed_out(window: Window, min_rejected: int) -> dict[str, tuple[float, float, int, int]]:
+    """Model -> (rejected, succeeded, first and last scrape) over the window from /metrics'
+    REJECTED failures, for models with at least ``min_rejected``. Counter resets (a restart)
+    count from zero."""
+    series: dict[str, dict[int, float]] = {}
+    oks: dict[str, dict[int, float]] = {}
+    for _t, at, s in window.samples(FAILURES):
+        if s.label("reason") == "REJECTED":
+            per = series.setdefault(s.label("model"), {})
+            per[at] = per.get(at, 0.0) + s.value
+    for _t, at, s in window.samples(SUCCESSES):
+        per = oks.setdefault(s.label("model"), {})
+        per[at] = per.get(at, 0.0) + s.value
+    out = {}
+    for model, points in series.items():
+        rejected, first, last = _risen(points)
+        if rejected >= min_rejected and first is not None and last is not None:
+            served, _, _ = _risen(oks.get(model, {}))
+            out[model] = (rejected, served, first, last)
+    return out
+
+
+def _risen(points: dict[int, float]) -> tuple[float, int | None, int | None]:
+    """A counter's increase over its scrapes (a drop is a reset: counted from zero), and when
+    it first and last rose."""
+    total, first, last = 0.0, None, None
+    series = sorted(points.items())
+    for (_a, v0), (at, v1) in pairwise(series):
+        step = v1 - v0 if v1 >= v0 else v1
+        if step > 0:
+            total += step
+            first = at if first is None else first
+            last = at
+    return total, first, last

@@ -7,8 +7,9 @@ of consecutive failed scrapes is the one signal that says "we are blind, and why
 
 Rule: a target (``metrics <url>`` or ``stats <url>``) whose last ``min_consecutive`` or more
 scrapes failed, spanning at least ``min_down_s``, is down: a critical finding quoting the
-errors. When it answers again the outage is over: the finding becomes ``info`` (what happened,
-for the record) and no longer alerts.
+errors. When it answers again the outage is over: the finding becomes a ``warning`` (what
+happened: requests in flight were lost, and a restart, told by counters starting again from
+zero, lost every one) and no longer alerts (the alert reads Prometheus' own ``up``).
 
 One finding for Triton as a whole, since it is the server, not a model, that is unreachable:
 ``model`` is ``""`` (the JSON form needs a string; ``""`` means "no model, the server"), and
@@ -29,7 +30,7 @@ from observability.detectors.crashes import Crash, crashes
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["Outage", "TargetDown", "outages"]
+__all__ = ["Outage", "TargetDown", "gone_ns", "outages"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,13 @@ class TargetDown:
         else:
             summary = (
                 f"Triton was unreachable for {since:.1f} s and answers again "
-                f"({', '.join(o.target for o in shown)})."
+                f"({', '.join(o.target for o in shown)})"
+                + (
+                    ": it restarted (its counters started again from zero), and every request "
+                    "in flight was lost."
+                    if _restarted(window, first, last)
+                    else "."
+                )
             )
         crash = next((c for c in reversed(crashed) if c.at_ns <= last), None)
         if crash is not None:
@@ -130,7 +137,7 @@ class TargetDown:
         return [
             Finding(
                 kind=self.kind,
-                severity=Severity.CRITICAL if down else Severity.INFO,
+                severity=Severity.CRITICAL if down else Severity.WARNING,
                 model="",
                 summary=summary,
                 advice=(
@@ -198,3 +205,38 @@ def _crash_evidence(crash: Crash) -> Evidence:
         f"Signal ({crash.signal}) received."
         + (f" backtrace: {' <- '.join(crash.frames[:5])}" if crash.frames else ""),
     )
+
+
+_LOG_SILENT_NS = 2_000_000_000
+"""A log whose last line is no later than this after an outage began fell silent with it."""
+
+
+def gone_ns(window: Window) -> int | None:
+    """When the server went away for good, killed without a word (SIGKILL, the OOM killer):
+    the time of its last log line, when its scrapes fail from about then to the window's end.
+    Its open batches then died with it; they are not hangs (emb_server_killed)."""
+    down = [
+        o
+        for o in outages(window.scrapes)
+        if o.recovered_ns is None and o.failures >= TargetDown.min_consecutive
+    ]
+    if not down:
+        return None
+    began = min(o.first_ns for o in down)
+    stamps = [h.at_ns for r in window.logs() if (h := getattr(r, "header", None)) is not None]
+    if not stamps or max(stamps) > began + _LOG_SILENT_NS:
+        return None
+    return max(stamps)
+
+
+_COUNT = "nv_inference_count"
+
+
+def _restarted(window: Window, down_ns: int, up_ns: int) -> bool:
+    """Whether Triton's counters fell across an outage: a new process counts from zero."""
+    totals: dict[int, float] = {}
+    for _t, at, s in window.samples(_COUNT):
+        totals[at] = totals.get(at, 0.0) + s.value
+    before = [v for at, v in sorted(totals.items()) if at <= down_ns]
+    after = [v for at, v in sorted(totals.items()) if at >= up_ns]
+    return bool(before and after) and after[0] < before[-1]

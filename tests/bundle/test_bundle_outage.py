@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from observability.analyze import analyze_bundle
-from observability.bundle import CaptureConfig, capture, open_bundle
+from observability.bundle import CaptureConfig, capture, open_bundle, write_archive
 from observability.bundle.ingest import failed_scrapes
 from observability.findings import Severity
 
@@ -65,9 +65,11 @@ def test_a_server_gone_mid_capture_is_kept_in_the_bundle_and_found_down(tmp_path
     assert {target for _ms, target, _err in result.failed_scrapes} == {"metrics", "stats"}
     bundle = open_bundle(tmp_path / "b")
     assert bundle.scrapes is not None
-    down = [f for f in analyze_bundle(tmp_path / "b").findings if f.kind == "target_down"]
-    assert [f.severity for f in down] == [Severity.CRITICAL], down
-    assert "unreachable" in down[0].summary
+    archive = write_archive(tmp_path / "b", tmp_path / "b.tar.gz")
+    for source in (tmp_path / "b", archive):  # as captured, and as it travels
+        down = [f for f in analyze_bundle(source).findings if f.kind == "target_down"]
+        assert [f.severity for f in down] == [Severity.CRITICAL], (source, down)
+        assert "unreachable" in down[0].summary
 
 
 def test_a_bad_line_of_failed_scrapes_costs_that_line() -> None:

@@ -39,37 +39,6 @@ GAPS: dict[str, str] = {
     "second), 1 us apart in file order, so idless_fan_outs sees one wave (no gap over 1 ms) "
     "and a last wait of microseconds (< min_waves 3, < min_wait_s 0.1 s): no "
     "thread_pool_exhaustion (the glog original: 37 calls, about 6 at once, last waited 0.91 s)",
-    "emb_encode_slow_queue_timeouts": "no kind for requests Triton rejects on a queue timeout "
-    "(default_queue_policy, timeout_action REJECT, 200 ms): after emb_encode's reload with "
-    "request_ms=500, 67 requests leave its queue as 'Setting state from PENDING to RELEASED' "
-    "(never EXECUTING; Triton logs no timeout text, the clients get 'in ensemble "
-    "'emb_ensemble', Request timeout expired'), and /metrics counts them: "
-    'nv_inference_request_failure{model="emb_encode",reason="REJECTED"} 67 (and '
-    '{model="emb_ensemble",reason="OTHER"} 134, each counted twice), but no detector reads '
-    "reason=REJECTED (backend_failures.failing() reads BACKEND only) and instance_saturation "
-    "does not fit (its longest all-busy stretch, 2.02 s, is mostly one 1.51 s batch, over "
-    "max_single_fraction 0.5, and pending stays at 2 in it)",
-    "emb_encode_saturated": "instance_saturation.all_busy_stretches() merges all-busy spans "
-    "separated by less than merge_gap_s 5 ms, but emb_encode's dynamic batcher "
-    "(max_queue_delay 10 ms, preferred 8 and 16) idles an instance up to 19 ms between "
-    "batches (153 gaps in the surge, median 0.7 ms, 49 over 5 ms): both instances are 98% "
-    "busy (96% both at once) for 14 s, pending reaches 8 and 2 requests time out in the "
-    "queue (REJECTED 2), yet the longest stretch is 1.09 s < min_busy_s 2 s",
-    "emb_server_killed": "tritonserver SIGKILLed 10 s in and not restarted: the bundle has 10 "
-    "metrics/stats snapshots and then nothing for 20 s (42 capture failures), but "
-    "bundle.capture keeps failed scrapes only in CaptureResult.failures and bundle.ingest "
-    "emits ScrapeStatus(up=True) per stored snapshot only, so target_down.outages() sees no "
-    "failed scrape (as in tts_queue_full); and hung_request reads the two batches the kill "
-    "left open (the log stops mid-batch, with no shutdown line) as hangs of emb_encode_0_1 "
-    "and emb_tokenize_0_0 (20.0 s) (absent: the server is dead)",
-    "emb_server_restart": "tritonserver SIGKILLed 10 s in and started again 4 s later on the "
-    "same ports: the bundle shows a 7.0 s hole between metrics snapshots (interval 1 s; 13 "
-    'capture failures), nv_inference_request_success{model="emb_ensemble"} falling 211 -> 0 '
-    "(every counter starts again) and a second server start in the log (pid 10890, then "
-    "11535, a second 'Started GRPCInferenceService'), but no failed scrape reaches "
-    "target_down.outages() (bundle.ingest emits ScrapeStatus(up=True) only), nothing reads a "
-    "counter reset or a second start, and TargetDown.detect() makes an outage that has "
-    "recovered an info finding: 296 client requests failed and nothing >= warning says why",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
