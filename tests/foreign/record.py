@@ -5,14 +5,16 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``: not the demo's names,
+``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``: not the demo's
+names,
 shapes or id
 conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
 without request ids (or, where a scenario says so, with ids on every other request) for the
 whole window, injects its fault while the product's own ``capture`` records, and leaves in
 ``OUT_DIR/<scenario>/``.
 The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start and end flags)
-to one pinned version of a model served in two; every other family's clients speak gRPC:
+to one pinned version of a model served in two; the ``vid`` clients speak HTTP too; every
+other family's clients speak gRPC:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -66,7 +68,9 @@ class Injection:
     """``request`` (send ``params``), ``kill_stub`` (SIGKILL the python stub of the model
     instance ``target``, found by its command line), ``reload`` (load the model ``target``
     again through the repository API, ``params`` added to its config's parameters as string
-    values: needs ``model_control="explicit"``) or ``swap_config``
+    values: needs ``model_control="explicit"``), ``unload`` (unload the model ``target``
+    through the repository API, as an operator retiring it does: needs
+    ``model_control="explicit"``) or ``swap_config``
     (write ``source`` over ``target``'s config.pbtxt in the served copy of the repository,
     then load ``target`` again, as an operator deploying an edited config does: needs
     ``model_control="explicit"``), ``restart_server`` (SIGKILL the tritonserver process,
@@ -91,7 +95,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts`` or ``emb``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb`` or ``vid``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -1848,6 +1852,218 @@ _EMB = (
     ),
 )
 
+
+_VID_PIPELINE = (
+    "the video-analytics pipeline (vid_gateway, python BLS, 2 instances, no batching, calls "
+    "vid_detect, dynamic batching, 4 ms, up to 8, 2 instances, then vid_track, 1 instance, "
+    "dynamic batching up to 4, with exec(), children without ids built with "
+    "trace=request.trace(), the vid_track call with a BLS timeout of 1 s) under three "
+    "id-less HTTP clients"
+)
+
+
+def _vid_reload(model: str, **params: str | int | float) -> Injection:
+    text = ", ".join(f"{k}={v}" for k, v in params.items())
+    return Injection(
+        10, 1, params, 60, f"reload {model} with {text} (repository API)", "reload", model
+    )
+
+
+_VID_SHORT = _vid_reload("vid_detect", contract="short")
+_VID_DTYPE = _vid_reload("vid_detect", contract="dtype")
+_VID_NAME = _vid_reload("vid_detect", contract="name")
+_VID_NONE = _vid_reload("vid_detect", contract="none")
+_VID_SLOW_TRACK = _vid_reload("vid_track", delay_s=3)
+_VID_UNLOAD = Injection(10, 1, {}, 60, "unload vid_track (repository API)", "unload", "vid_track")
+_VID_RELOAD_TEXT = (
+    "model control explicit; 10 s in, {model} is loaded again through the repository API "
+    "with a new config parameter {param}: "
+)
+_VID_SHORT_NOTE = (
+    "What Triton does: the python backend fails every request of the batch, not only the "
+    "one left without a response (pb_stub.cc:714 'Failed to process the request(s) ... "
+    "Number of InferenceResponse objects do not match the number of InferenceRequest "
+    "objects', one line per batch, and nv_inference_request_failure reason=BACKEND). One "
+    "bug, one alert: `model_failing` on vid_detect naming that text (`mentions`); "
+    "vid_gateway only relays its children's errors (`absent`)."
+)
+_VID_CONTRACT_NOTE = (
+    "No kind of the catalogue fits: Triton 2.51 checks neither the dtype nor the name of a "
+    "python model's response outputs against its config. What a user must be told is that "
+    "vid_detect answers outside its contract since its reload: the kind `output_contract` "
+    "(a response output whose dtype or name disagrees with the model's config), which does "
+    "not exist yet (a gap in test_foreign.GAPS). vid_gateway, which fails because of it, is "
+    "not at fault (`absent`)."
+)
+_VID_NONE_NOTE = (
+    "What Triton does: a None in the list execute returns is taken as 'answered through the "
+    "response sender': nothing is written, the batch is released, the request is never "
+    "answered. The vid_gateway instance whose exec() waits on it blocks for good (both within "
+    "seconds); `hung_request` on vid_gateway naming vid_detect (`mentions`)."
+)
+_VID_UNLOADED_NOTE = (
+    "A user must be told that vid_gateway fails every request (`model_failing`) because "
+    "vid_track, which it calls, was unloaded ('successfully unloaded' in the log): the "
+    "finding must name vid_track (`mentions`). The clients' 'Model vid_track is not ready' "
+    "is logged nowhere."
+)
+_VID_TIMEOUT_NOTE = (
+    "One instance of vid_track is busy without a pause from the reload on while calls queue "
+    "behind it: `instance_saturation` on vid_track. Whether the BLS calls' timeout (1 s, "
+    "'timeout (us): 1000000' on their prepared lines) applies depends on vid_track's queue "
+    "policy: Triton 2.51 ignored it without one (vid_gateway_bls_timeout) and with "
+    "allow_timeout_override alone (vid_gateway_bls_timeout_override); with a nonzero "
+    "default_timeout_microseconds too (vid_gateway_bls_timeout_default) the calls queued "
+    "past 1 s are released from PENDING and their callers get 'Request timeout expired'."
+)
+
+_VID = (
+    Scenario(
+        "vid_healthy",
+        "vid",
+        f"{_VID_PIPELINE}, verbose log: the twin of every vid_* fault",
+        (),
+        clients=3,
+    ),
+    Scenario(
+        "vid_healthy_quiet",
+        "vid",
+        f"{_VID_PIPELINE}, without --log-verbose and without trace files: the quiet twin",
+        (),
+        log_verbose=0,
+        trace=False,
+        clients=3,
+    ),
+    Scenario(
+        "vid_detect_short_responses",
+        "vid",
+        f"{_VID_PIPELINE}; "
+        + _VID_RELOAD_TEXT.format(model="vid_detect", param="contract=short")
+        + "from then on its execute returns one response fewer than the requests of its "
+        "batch (an off-by-one in the batch loop), verbose log",
+        (("model_failing", "vid_detect"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_SHORT,),
+        note=_VID_SHORT_NOTE,
+    ),
+    Scenario(
+        "vid_detect_wrong_dtype",
+        "vid",
+        f"{_VID_PIPELINE}; "
+        + _VID_RELOAD_TEXT.format(model="vid_detect", param="contract=dtype")
+        + "from then on BOXES is answered as float64 against the config's TYPE_FP32, and "
+        "vid_gateway hands it to vid_track, verbose log",
+        (("output_contract", "vid_detect"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_DTYPE,),
+        note=_VID_CONTRACT_NOTE,
+    ),
+    Scenario(
+        "vid_detect_wrong_output_name",
+        "vid",
+        f"{_VID_PIPELINE}; "
+        + _VID_RELOAD_TEXT.format(model="vid_detect", param="contract=name")
+        + "from then on its output is answered as BOX, a name its config does not declare "
+        "(BOXES), verbose log",
+        (("output_contract", "vid_detect"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_NAME,),
+        note=_VID_CONTRACT_NOTE,
+    ),
+    Scenario(
+        "vid_detect_returns_none",
+        "vid",
+        f"{_VID_PIPELINE}; "
+        + _VID_RELOAD_TEXT.format(model="vid_detect", param="contract=none")
+        + "from then on its execute puts None in its list of responses for a frame whose "
+        "first value is below 0.3 (about 3 in 10), verbose log",
+        (("hung_request", "vid_gateway"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_NONE,),
+        note=_VID_NONE_NOTE,
+    ),
+    Scenario(
+        "vid_track_unloaded",
+        "vid",
+        f"{_VID_PIPELINE}; model control explicit; 10 s in, vid_track is unloaded through "
+        "the repository API (an operator retiring it while vid_gateway still calls it): "
+        "every later BLS call of vid_gateway to vid_track fails, and vid_gateway answers "
+        "its clients an error response; verbose log",
+        (("model_failing", "vid_gateway"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_UNLOAD,),
+        note=_VID_UNLOADED_NOTE,
+    ),
+    Scenario(
+        "vid_gateway_bls_timeout",
+        "vid",
+        f"{_VID_PIPELINE}; "
+        + _VID_RELOAD_TEXT.format(model="vid_track", param="delay_s=3")
+        + "from then on each vid_track batch takes 3 s, and vid_gateway's calls to it carry "
+        "a BLS timeout of 1 s; verbose log",
+        (("instance_saturation", "vid_track"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_VID_SLOW_TRACK,),
+        note=_VID_TIMEOUT_NOTE,
+    ),
+    Scenario(
+        "vid_gateway_bls_timeout_override",
+        "vid",
+        f"{_VID_PIPELINE}; model control explicit; 10 s in, vid_track's config.pbtxt is "
+        "replaced in the served copy and vid_track loaded again: 3 s per batch (delay_s=3) "
+        "and a queue policy with allow_timeout_override: true, so that the 1 s timeout of "
+        "vid_gateway's BLS calls applies while they wait in vid_track's queue; verbose log",
+        (("instance_saturation", "vid_track"),),
+        clients=3,
+        model_control="explicit",
+        injections=(
+            Injection(
+                10,
+                1,
+                {},
+                60,
+                "vid_track: 3 s per batch, request timeouts honoured",
+                "swap_config",
+                "vid_track",
+                source="variants/vid/vid_track_slow_override.pbtxt",
+            ),
+        ),
+        note=_VID_TIMEOUT_NOTE,
+    ),
+    Scenario(
+        "vid_gateway_bls_timeout_default",
+        "vid",
+        f"{_VID_PIPELINE}; model control explicit; 10 s in, vid_track's config.pbtxt is "
+        "replaced in the served copy and vid_track loaded again: 3 s per batch (delay_s=3) "
+        "and a queue policy with allow_timeout_override: true and "
+        "default_timeout_microseconds: 5000000, so that the 1 s timeout of vid_gateway's "
+        "BLS calls (below the default) applies while they wait in vid_track's queue; "
+        "verbose log",
+        (("instance_saturation", "vid_track"),),
+        clients=3,
+        model_control="explicit",
+        injections=(
+            Injection(
+                10,
+                1,
+                {},
+                60,
+                "vid_track: 3 s per batch, a 5 s default queue timeout, overrides allowed",
+                "swap_config",
+                "vid_track",
+                source="variants/vid/vid_track_slow_default.pbtxt",
+            ),
+        ),
+        note=_VID_TIMEOUT_NOTE,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -1976,6 +2192,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_NOISY,
         *_DOC,
         *_TTS,
+        *_VID,
         *_EMB,
     )
 }
@@ -2058,6 +2275,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"DOC": rng.random(16 * int(rng.integers(2, 5)), dtype=np.float32)}
     if repo == "tts":  # one text of 1 or 2 sentences; no batch dimension (tts_frontend: 0)
         return {"TEXT": np.array([_tts_text(rng).encode()], dtype=np.object_)}
+    if repo == "vid":  # one frame of 4 regions of 12 values; no batch dimension (vid_gateway: 0)
+        return {"FRAME": rng.random(48, dtype=np.float32)}
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
@@ -2111,6 +2330,8 @@ def _send(
         return client.infer("doc_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "tts":
         return client.infer("tts_frontend", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "vid":
+        return client.infer("vid_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
@@ -2130,6 +2351,7 @@ _PAUSE_S = {
     "doc": 0.2,
     "tts": 0.2,
     "emb": 0.2,
+    "vid": 0.2,
 }
 
 
@@ -2145,12 +2367,13 @@ def _pause_text(repo: str) -> str:
     return f"{_PAUSE_S[repo]} s"
 
 
-_PROTOCOL = {"stateful": "HTTP"}
+_PROTOCOL = {"stateful": "HTTP", "vid": "HTTP"}
 
 
 def _client_url(lab: object, repo: str) -> str:
-    """Where a family's clients send: HTTP for ``stateful``, gRPC for the others."""
-    return str(lab.http_url if repo == "stateful" else lab.grpc_url)  # type: ignore[attr-defined]
+    """Where a family's clients send: HTTP for ``stateful`` and ``vid``, gRPC for the others."""
+    http = _PROTOCOL.get(repo) == "HTTP"
+    return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
 
 
 def _worker(
@@ -2221,9 +2444,19 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         url = _client_url(lab, repo)
         seqload.inject_sequence(url, inj.params, idx, inj.timeout_s or 60, label, out.add, t0)
         return
-    url = lab.grpc_url  # type: ignore[attr-defined]
+    url = _client_url(lab, repo) if inj.action == "request" else lab.grpc_url  # type: ignore[attr-defined]
     client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=inj.request_ids)
     try:
+        if inj.action == "unload":
+            started = time.monotonic()
+            try:
+                # the wrapper has no unload
+                client._client.unload_model(inj.target)
+                status, error = "ok", ""
+            except Exception as err:  # the outcome is reported, not raised
+                status, error = "error", str(err)
+            out.note(label, started - t0, status, time.monotonic() - started, error)
+            return
         if inj.action in ("reload", "swap_config"):
             started = time.monotonic()
             try:
@@ -2512,6 +2745,7 @@ _LOAD_TEXT = {
     "doc": "`doc_router` infer, a random DOC [16 x k] (a document of k = 2 to 4 pages)",
     "tts": "`tts_frontend` infer, a random TEXT [1] (1 or 2 sentences of 3 to 7 words, one "
     "in five with a number)",
+    "vid": "`vid_gateway` infer, a random FRAME [48] (FP32 in [0, 1))",
     "emb": "`emb_ensemble` infer, a random TEXT [1, 1] (one string of 4 to 20 words)",
 }
 
@@ -2588,6 +2822,11 @@ _GROWING_TEXT = (
 
 
 def _ids_text(scenario: Scenario) -> str:
+    if scenario.repo == "vid":
+        return (
+            "(`observability.load.TritonClient` over tritonclient.http, `send_ids=False`: no\n"
+            "  request ids; BLS children are built without ids too)"
+        )
     if scenario.ids == "mixed":
         return (
             "(`observability.load.TritonClient`, `send_ids=True`: a request id `c<client>-<n>`\n"
