@@ -173,8 +173,11 @@ class InstanceSaturation:
     kind: str = "instance_saturation"
     min_busy_s: float = 2.0
     min_executions: int = 2
-    min_pending: float = 2.0
-    """The queue must reach at least this many requests inside the stretch ..."""
+    min_pending: float = 1.0
+    """The queue must reach at least this many requests inside the stretch ... (one: two BLS
+    parents, each blocked on its own call, never queue more than one call behind a slow
+    single-instance child; vid_gateway_bls_timeout: 15 s busy, clients' latency 0.23 s to
+    8.9 s, pending at most 1)"""
     min_rise: float = 1.0
     """... and grow by at least this much over its value when the stretch began."""
     max_single_fraction: float = 0.5

@@ -16,7 +16,7 @@ those requests as successes: only the verbose log's responses without outputs sh
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from observability import events as ev
 from observability.detectors.backend_failures import (
@@ -68,6 +68,47 @@ def _counted_as_success(window: Window, model: str, run: EmptyRun) -> str | None
     if len(inside) < 2 or inside[-1] <= inside[0]:
         return None
     return f"{SUCCESSES} rose by {inside[-1] - inside[0]:g} over the run"
+
+
+def _unloaded_callee(window: Window, model: str, since_ns: int) -> str:
+    """``since X, which it calls, was unloaded ...`` when a model it calls was unloaded just
+    before its errors began: a BLS call to a model that is not ready fails (vid_track_unloaded:
+    'Model 'vid_track' is not ready', in the clients' errors only)."""
+    called = callees(instances_of(window)).get(model, set())
+    gone = [
+        r
+        for r in window.logs(ev.ModelStateChange)
+        if r.state in ("unloading", "unloaded")
+        and r.model != model
+        and -_UNLOAD_NEAR_NS
+        <= since_ns - r.header.at_ns
+        < (60e9 if r.model in called else _UNLOAD_NEAR_NS)
+    ]
+    if not gone:
+        return ""
+    last = gone[-1]
+    which = ", which it calls," if last.model in called else ""
+    return (
+        f"since {last.model}{which} was unloaded (its unload ended "
+        f"{(last.header.at_ns - since_ns) / 1e9:+.1f} s from the first error): BLS calls to a "
+        "model that is not ready fail"
+    )
+
+
+_UNLOAD_NEAR_NS = 5_000_000_000
+"""An unload this close to when a model's errors began is their likely cause even when the
+model was not learned calling it (a call made only now and then); a model stops being ready
+when its unload begins, a second before Triton logs it unloaded (vid_track_unloaded: 1.1 s)."""
+
+
+def _with_relays(finding: Finding, relays: list[str]) -> Finding:
+    if not relays:
+        return finding
+    said = (
+        f" Its BLS callers {', '.join(sorted(relays))} fail on every request with it (they "
+        "raise on its missing outputs)."
+    )
+    return replace(finding, summary=finding.summary + said)
 
 
 def _failure_share(window: Window, model: str) -> tuple[float, float, float] | None:
@@ -134,7 +175,20 @@ class ModelFailing:
         ]
         failing_models = {f.model for f in failures}
         found += self._raising_some(window, failing_models | set(runs))
-        return found + self._answering_errors(window, failing_models)
+        empty = self._answering_errors(window, failing_models)
+        # A caller raising because its callee's answers came back empty (a missing output:
+        # AttributeError on None) is that callee's relay, not a second bug (vid_detect_wrong
+        # _output_name: vid_gateway raised on every request).
+        calls = callees(instances_of(window))
+        told = {f.model for f in empty}
+        relays = {
+            f.model
+            for f in found
+            if f.severity is Severity.CRITICAL and calls.get(f.model, set()) & told
+        }
+        return [f for f in found if f.model not in relays] + [
+            _with_relays(f, [r for r in relays if f.model in calls.get(r, set())]) for f in empty
+        ]
 
     def _raising_some(self, window: Window, failing_models: set[str]) -> list[Finding]:
         """Models whose execute raised on part of their batches (``min_share`` or more of
@@ -253,13 +307,17 @@ class ModelFailing:
             if loaded and run.since_ns - loaded[-1].header.at_ns < 60e9
             else ""
         )
+        gone = _unloaded_callee(window, model, run.since_ns)
+        if gone:
+            since = gone
         outputs = ", ".join(run.outputs)
         summary = (
             f"{model} has answered every request with no output for "
             f"{(run.last_ns - run.since_ns) / 1e9:.0f} s ({run.empty} of the last "
             f"{run.responses} responses{', ' + since if since else ''}; before, {run.before} "
-            f"responses carried {outputs}): it returns error responses without raising, so "
-            "Triton logged no exception"
+            f"responses carried {outputs}): it returns error responses (or outputs its config "
+            "does not declare, which Triton drops) without raising, so Triton logged no "
+            "exception"
         )
         counted = _counted_as_success(window, model, run)
         if counted is not None:

@@ -35,10 +35,6 @@ _NO_CONTRACT = (
     "dtype nor the name of a python model's response outputs, and the kind that must be "
     "told, output_contract on vid_detect, does not exist; "
 )
-_SLOW_TRACK = (
-    "vid_track (one instance) is redeployed at 3 s per batch and vid_gateway's BLS calls "
-    "queue behind it (the pending gauges of vid_track and vid_gateway never above 1): "
-)
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
@@ -61,46 +57,10 @@ GAPS: dict[str, str] = {
     "vid_detect_wrong_output_name": _NO_CONTRACT + "after vid_detect's reload its 240 "
     "responses write no 'add response output' line at all (147 'output: BOXES' before; the "
     "undeclared BOX, not requested by the BLS call, is dropped without a word), and "
-    "vid_gateway raises AttributeError: 'NoneType' object has no attribute 'as_numpy' at "
-    "model.py(52) _one on every request (240 pb_stub.cc:714 lines). ModelFailing reports "
-    "both: vid_detect from empty_answers.answering_empty, misread as 'it returns error "
-    "responses' (it returned responses whose only output is not in its config), and "
-    "vid_gateway as a raising model of its own; ModelFailing.detect joins a raising caller "
-    "to its child only when the child is raising too (passed_up needs the child in "
-    "backend_failures.raising), and _answering_errors skips every model that fails on "
-    "/metrics, so the caller's AttributeError is not told as vid_detect's consequence",
-    "vid_track_unloaded": "vid_track is unloaded through the repository API ('Process for "
-    "RepositoryModelUnload' 04:41:53.068, 'successfully unloaded 'vid_track' version 1' "
-    "04:41:54.160; it leaves /v2/models/stats from then on), and vid_gateway answers its "
-    "262 later requests with error responses ('Model 'vid_track' is not ready', in the "
-    "clients' errors only): ModelFailing._answering_errors reports vid_gateway, but "
-    "_empty_finding reads ModelStateChange records of the failing model only (r.model == "
-    "model: 'since it was loaded 10.3 s before' is vid_gateway's start-up load) and the "
-    "callee check (waits.callees: vid_gateway calls vid_track) only looks for a callee that "
-    "is failing or answering empty, which a model that is gone is not: the finding never "
-    "names vid_track or its unload",
-    "vid_gateway_bls_timeout": _SLOW_TRACK + "its calls carry 'timeout (us): 1000000' on "
-    "their prepared lines, yet queue for up to 2.98 s and all succeed (no queue policy: "
-    "Triton 2.51 ignores the timeout; 157 client requests, all ok, max 8.85 s against "
-    "0.23 s healthy); InstanceSaturation.detect keeps vid_track's 15.3 s all-busy stretch "
-    "(5 executions, longest 3.01 s) but drops it because the pending gauge peaks at 1 < "
-    "min_pending 2: two vid_gateway instances, each blocked on its own call, can never queue "
-    "more than one call behind the executing one (with min_pending=1 it is found)",
-    "vid_gateway_bls_timeout_override": _SLOW_TRACK + "with allow_timeout_override: true "
-    "and default_timeout_microseconds 0 the calls' 'timeout (us): 1000000' is still ignored "
-    "(queued up to 2.98 s, 156 client requests all ok, max 8.94 s); vid_track's 12.1 s "
-    "all-busy stretch (4 executions) is dropped by InstanceSaturation.detect for a pending "
-    "peak of 1 < min_pending 2 (found with min_pending=1)",
-    "vid_gateway_bls_timeout_default": _SLOW_TRACK + "with allow_timeout_override: true and "
-    "default_timeout_microseconds 5000000 the 1 s timeout applies: 9 calls are released "
-    "from the queue ('Setting state from PENDING to RELEASED', 9 lines; "
-    'nv_inference_request_failure{model="vid_track",reason="REJECTED"} 9; clients: 10 of '
-    "168 '[500] vid_gateway: vid_track: Request timeout expired'), so vid_track idles a "
-    "moment between its 3 s batches while the next call arrives, and "
-    "instance_saturation.all_busy_stretches (merge_gap_s 5 ms) cuts its busy time into 3 s "
-    "stretches of one execution each (min_executions 2, max_single_fraction 0.5) whose "
-    "pending peak is 1 anyway; no detector reads reason=REJECTED (backend_failures.failing "
-    "keeps BACKEND only)",
+    "vid_gateway raises AttributeError: 'NoneType' object has no attribute 'as_numpy' on "
+    "every request. model_failing names vid_detect (from empty_answers.answering_empty) with "
+    "vid_gateway as its relay, but tells it as 'it returns error responses': nothing reads "
+    "the model's config, so an undeclared output and an error response look the same",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
