@@ -56,7 +56,9 @@ def origins(records: Iterable[object]) -> dict[tuple[int, int], str]:
             tally = sent.setdefault(r.model, [0, 0])
             tally[0] += first.get((r.header.at_ns, r.header.offset)) == CLIENT
             tally[1] += 1
-    internal = frozenset(m for m, (c, n) in sent.items() if n >= 10 and c < _CLIENT_SHARE * n)
+    internal = frozenset(
+        m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
+    )  # a model no frontend line went to has nothing to take back: no second pass for it
     return _origins(records, internal) if internal else first
 
 
