@@ -55,8 +55,9 @@ class LastCall:
         if self.short:
             text += (
                 f" after {self.outputs} response output(s) where {x.model}'s executions "
-                f"usually add {self.usual:g}: if {x.model} is decoupled, its execute returned "
-                "without sending the final response, and the caller waits for it forever"
+                f"usually add {self.usual:g}: its execute returned without answering (a "
+                "decoupled model that never sent its final response, or an execute that "
+                "returned None for a request), and the caller waits for it forever"
             )
         else:
             text += (

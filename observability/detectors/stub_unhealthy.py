@@ -80,8 +80,8 @@ class StubUnhealthyDetector:
         summary = (
             f"Every request to {f.model} has failed in its backend for "
             f"{(f.last_ns - f.since_ns) / 1e9:.0f} s ({f.failures:g} failures, no success): "
-            f"{what}. Triton wrote no line for it (the caller handled the error); seen on "
-            "/metrics."
+            f"{what}. Triton wrote no line for it (its error went back to the caller: a BLS "
+            "parent that handled it, or an ensemble's clients); seen on /metrics."
         )
         ref = f'{FAILURES}{{model="{f.model}",reason="BACKEND"}} @ {f.target}'
         return Finding(
