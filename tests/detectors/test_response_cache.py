@@ -11,32 +11,21 @@ failed every request it executed.
 
 from __future__ import annotations
 
-from observability.analyze import _bounds, _event_range
 from observability.detectors.instances import instances_of
-from observability.detectors.window import Window
-from tests.foreign.parsed import analysis, parsed
-
-
-def _window(name: str) -> Window:
-    p = parsed(name)
-    since, until = _bounds(
-        p.meta.started_at, p.meta.ended_at, _event_range(p.events, p.meta.epoch_minus_monotonic_ns)
-    )
-    assert since is not None and until is not None
-    return Window(since, until, events=p.events, clock_offset_ns=p.meta.epoch_minus_monotonic_ns)
+from tests.foreign.parsed import analysis, window
 
 
 def test_cache_hits_are_not_left_queued() -> None:
-    window = _window("doc_healthy")
+    w = window("doc_healthy")
     hits = [
         r
-        for r in window.logs()
+        for r in w.logs()
         if getattr(r, "from_state", "") == "PENDING" and getattr(r, "to_state", "") == "RELEASED"
     ]
     assert len(hits) >= 20, "the recording's cache hits"
-    queued = instances_of(window).queued.get("doc_extract", [])
+    queued = instances_of(w).queued.get("doc_extract", [])
     # Only what was admitted at the capture's very end is still waiting (there were 43).
-    assert all(window.until_ns - r.prepared_ns < 1_000_000_000 for r in queued), len(queued)
+    assert all(w.until_ns - r.prepared_ns < 1_000_000_000 for r in queued), len(queued)
 
 
 def test_a_model_failing_behind_its_cache_hits_is_found_and_says_so() -> None:

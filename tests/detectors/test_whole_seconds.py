@@ -13,9 +13,7 @@ import re
 
 import pytest
 
-from observability.analyze import _bounds, _event_range
-from observability.detectors.window import Window
-from tests.foreign.parsed import FIXTURES, analysis, parsed
+from tests.foreign.parsed import FIXTURES, analysis, window
 
 ISO = sorted(
     p.name
@@ -27,15 +25,6 @@ GLOG = ["ocr_cycle_deadlock", "nz_rank_hang", "ch_self_deadlock", "nz_healthy"]
 _SUB_SECOND = re.compile(r"\b0(\.0)? ms\b|\d{4,}x its steady")
 
 
-def _window(name: str) -> Window:
-    p = parsed(name)
-    since, until = _bounds(
-        p.meta.started_at, p.meta.ended_at, _event_range(p.events, p.meta.epoch_minus_monotonic_ns)
-    )
-    assert since is not None and until is not None
-    return Window(since, until, events=p.events, clock_offset_ns=p.meta.epoch_minus_monotonic_ns)
-
-
 def test_the_corpus_has_whole_second_recordings() -> None:
     assert len(ISO) >= 6, ISO
 
@@ -44,11 +33,11 @@ def test_the_corpus_has_whole_second_recordings() -> None:
 def test_an_iso8601_log_is_whole_seconds_and_no_summary_quotes_what_it_cannot_measure(
     name: str,
 ) -> None:
-    assert _window(name).whole_seconds
+    assert window(name).whole_seconds
     quoted = [f.summary for f in analysis(name).findings if _SUB_SECOND.search(f.summary)]
     assert quoted == []
 
 
 @pytest.mark.parametrize("name", GLOG)
 def test_a_glog_log_is_not_whole_seconds(name: str) -> None:
-    assert not _window(name).whole_seconds
+    assert not window(name).whole_seconds

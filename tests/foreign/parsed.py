@@ -17,7 +17,16 @@ import re
 from functools import cache
 from pathlib import Path
 
-from observability.analyze import AnalysisResult, ParsedBundle, _open, analyze_events, parse_bundle
+from observability.analyze import (
+    AnalysisResult,
+    ParsedBundle,
+    _bounds,
+    _event_range,
+    _open,
+    analyze_events,
+    parse_bundle,
+)
+from observability.detectors.window import Window
 from tests.fixtures.recordings import REPO, ingest_fingerprint
 
 __all__ = ["analysis", "parsed"]
@@ -61,3 +70,12 @@ def parsed(name: str) -> ParsedBundle:
 def analysis(name: str) -> AnalysisResult:
     """What ``triton-obs analyze`` reports on scenario ``name``'s bundle."""
     return analyze_events(parsed(name))
+
+
+def window(name: str) -> Window:
+    """The window ``analyze`` judges scenario ``name``'s bundle in, over its parsed events."""
+    p = parsed(name)
+    span = _event_range(p.events, p.meta.epoch_minus_monotonic_ns)
+    since, until = _bounds(p.meta.started_at, p.meta.ended_at, span)
+    assert since is not None and until is not None, name
+    return Window(since, until, events=p.events, clock_offset_ns=p.meta.epoch_minus_monotonic_ns)
