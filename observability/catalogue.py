@@ -413,6 +413,26 @@ CATALOGUE: tuple[Pathology, ...] = (
         ),
     ),
     Pathology(
+        "output_contract",
+        "critical",
+        "A python model answers an output in a type its config does not declare",
+        "OutputContract",
+        "TritonOutputContract",
+        "findings.rules.yml",
+        ("nv_inference_request_failure",),
+        (),
+        "tests/detectors/test_output_contract.py",
+        needs=(frozenset({"verbose_log"}),),
+        sight=Sight(
+            _YES,
+            (
+                "no",
+                "the config and each response's output types are logged only at --log-verbose 1",
+            ),
+            _YES,
+        ),
+    ),
+    Pathology(
         "requests_rejected",
         "critical",
         "Triton refuses requests: a model's queue is full (max_queue_size)",

@@ -24,6 +24,7 @@ __all__ = [
     "MetricFamily",
     "MetricSample",
     "MetricType",
+    "ModelConfig",
     "ModelStateChange",
     "RequestPrepared",
     "RequestStateChange",
@@ -209,6 +210,21 @@ class ModelStateChange:
     state: str
     """``loading``, ``loaded``, ``unloading``, ``unloaded`` or ``failed``."""
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """A python model's configuration as the backend logs it when an instance loads
+    (``python_be.cc`` ``model configuration:`` and the config as JSON, at --log-verbose 1):
+    what its responses must carry. Triton 2.51 does not check a python model's response
+    outputs against it (tests/fixtures/foreign vid_detect_wrong_dtype)."""
+
+    header: LogRecord
+    model: str
+    outputs: tuple[tuple[str, str], ...]
+    """``(name, data type)`` of each declared output, the type without ``TYPE_`` (``FP32``),
+    as ``add response output`` lines spell it."""
+    decoupled: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from observability.events import (
     InstanceReleased,
     LogLevel,
     LogRecord,
+    ModelConfig,
     ModelStateChange,
     RequestPrepared,
     RequestStateChange,
@@ -79,6 +80,7 @@ Event = (
     | StreamResponse
     | FrontendRequest
     | FrontendCancellation
+    | ModelConfig
     | ModelStateChange
     | ExitInflight
     | StubHealth
@@ -128,6 +130,7 @@ _mk_cancel = fast_ctor(FrontendCancellation)
 _mk_sread = fast_ctor(StreamRequestRead)
 _mk_sresp = fast_ctor(StreamResponse)
 _mk_model = fast_ctor(ModelStateChange)
+_mk_config = fast_ctor(ModelConfig)
 _mk_exit = fast_ctor(ExitInflight)
 _mk_stub = fast_ctor(StubHealth)
 _mk_err = fast_ctor(ErrorLine)
@@ -303,7 +306,29 @@ def _request_message(line: bytes, m: int, j: int, e: int, h: _Hdr) -> Event | No
     return None
 
 
+def model_config(text: str) -> tuple[str, tuple[tuple[str, str], ...], bool] | None:
+    """``model configuration:\n{json}`` (a python model's config, logged at load) ->
+    ``(model, ((output, data type), ...), decoupled)``; None for any other text or a config
+    that is not JSON (a pre-24.06 log writes it over many bare lines)."""
+    head, sep, body = text.partition("\n")
+    if head != "model configuration:" or not sep:
+        return None
+    try:
+        cfg = json.loads(body)
+        outputs = tuple(
+            (str(o["name"]), str(o.get("data_type", "")).removeprefix("TYPE_"))
+            for o in cfg.get("output", ())
+        )
+        decoupled = bool((cfg.get("model_transaction_policy") or {}).get("decoupled", False))
+        return str(cfg["name"]), outputs, decoupled
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def _h_python_be(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    if line.startswith(b"model configuration:", m):
+        fields = model_config(_text(b'"' + line[m:e] + b'"', _NULL_STATS))
+        return _h_stub(line, m, e, h) if fields is None else _mk_config(h, *fields)
     if line.startswith(b"model ", m):
         i = line.find(b", instance ", m, e)
         x = line.find(b", executing ", i, e)

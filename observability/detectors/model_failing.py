@@ -32,6 +32,7 @@ from observability.detectors.backend_failures import (
 )
 from observability.detectors.empty_answers import EmptyRun, answering_empty
 from observability.detectors.instances import instances_of
+from observability.detectors.output_contract import breaches
 from observability.detectors.requests import log_ref
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
@@ -84,6 +85,15 @@ def _unloaded_callee(window: Window, model: str, since_ns: int) -> str:
         <= since_ns - r.header.at_ns
         < (60e9 if r.model in called else _UNLOAD_NEAR_NS)
     ]
+    states = window.logs(ev.ModelStateChange)
+    gone = [  # a reload unloads the old copy too: only a model that stayed unloaded
+        r
+        for r in gone
+        if not any(
+            s.model == r.model and s.state in _BACK and s.header.at_ns > r.header.at_ns
+            for s in states
+        )
+    ]
     if not gone:
         return ""
     last = gone[-1]
@@ -95,6 +105,7 @@ def _unloaded_callee(window: Window, model: str, since_ns: int) -> str:
     )
 
 
+_BACK = ("loading", "loaded")
 _UNLOAD_NEAR_NS = 5_000_000_000
 """An unload this close to when a model's errors began is their likely cause even when the
 model was not learned calling it (a call made only now and then); a model stops being ready
@@ -278,6 +289,9 @@ class ModelFailing:
         failing_or_empty = failing_models | {r.model for r in runs}
         inst = instances_of(window)
         calls = callees(inst)
+        # A callee answering outputs in a type its config does not declare: its consumers
+        # refuse them, and the caller's errors are that breach's (vid_detect_wrong_dtype).
+        failing_or_empty |= {b.model for b in breaches(window)}
         hung_since = min((e.start_ns for e in inst.open.values()), default=None)
         relays: dict[str, list[EmptyRun]] = {}
         out = []

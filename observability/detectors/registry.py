@@ -21,6 +21,7 @@ from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
 from observability.detectors.model_failing import ModelFailing
 from observability.detectors.model_stalled import ModelStalled
+from observability.detectors.output_contract import OutputContract
 from observability.detectors.requests_rejected import RequestsRejected
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.detectors.stream_stalled import StreamStalled
@@ -45,6 +46,7 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             ColdStart,
             StubUnhealthyDetector,
             ModelFailing,
+            OutputContract,
             RequestsRejected,
             TargetDown,
             ModelStalled,

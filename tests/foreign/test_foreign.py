@@ -31,9 +31,9 @@ _SHARED_NAMES = (
     "interleave the two versions' batches: "
 )
 _NO_CONTRACT = (
-    "no kind for a response that breaks its model's config: Triton 2.51 checks neither the "
-    "dtype nor the name of a python model's response outputs, and the kind that must be "
-    "told, output_contract on vid_detect, does not exist; "
+    "output_contract reads a declared output answered in another type; an output answered "
+    "under a name the config does not declare leaves no line at all (Triton drops it), so "
+    "the log cannot tell it from an error response; "
 )
 GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
@@ -44,23 +44,13 @@ GAPS: dict[str, str] = {
     "second), 1 us apart in file order, so idless_fan_outs sees one wave (no gap over 1 ms) "
     "and a last wait of microseconds (< min_waves 3, < min_wait_s 0.1 s): no "
     "thread_pool_exhaustion (the glog original: 37 calls, about 6 at once, last waited 0.91 s)",
-    "vid_detect_wrong_dtype": _NO_CONTRACT + "240 verbose lines 'add response output: "
-    "output: BOXES, type: FP64, shape: [1,8]' after vid_detect's reload (150 with type: FP32 "
-    "before), against 'data_type: TYPE_FP32' for BOXES in vid_detect's own 'model "
-    "configuration' line (python_be.cc:1900, logged again at the reload); the FP64 BOXES "
-    "that vid_gateway forwards are refused by vid_track's input check ('inference input "
-    "'BOXES' data-type is 'FP64', but model 'vid_track' expects 'FP32'', in the clients' "
-    "errors only: not logged, not counted, every nv_inference_request_failure 0). Instead "
-    "ModelFailing._answering_errors reports vid_gateway (240 responses without outputs): its "
-    "callee vid_track is neither failing nor answering empty (it receives nothing), so the "
-    "relay rule does not apply, and the summary names neither vid_detect nor FP64",
     "vid_detect_wrong_output_name": _NO_CONTRACT + "after vid_detect's reload its 240 "
     "responses write no 'add response output' line at all (147 'output: BOXES' before; the "
     "undeclared BOX, not requested by the BLS call, is dropped without a word), and "
     "vid_gateway raises AttributeError: 'NoneType' object has no attribute 'as_numpy' on "
     "every request. model_failing names vid_detect (from empty_answers.answering_empty) with "
-    "vid_gateway as its relay, but tells it as 'it returns error responses': nothing reads "
-    "the model's config, so an undeclared output and an error response look the same",
+    "vid_gateway as its relay, and says the empty answers may be an undeclared output, but "
+    "cannot tell one from an error response: both leave the same log",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""

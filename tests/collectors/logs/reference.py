@@ -23,6 +23,7 @@ from collectors.logs.parser import (
     _ident,
     _opens_block,
     _text,
+    model_config,
 )
 from observability.events import (
     ErrorLine,
@@ -32,6 +33,7 @@ from observability.events import (
     InstanceReleased,
     LogLevel,
     LogRecord,
+    ModelConfig,
     ModelStateChange,
     RequestPrepared,
     RequestStateChange,
@@ -54,6 +56,7 @@ LINE_RE = re.compile(
        |prepared:\ (?:(?!\\n).)*?,\ model:\ (?P<pmodel>[^,]*),(?:(?!\\n).)*?
             actual\ version:\ (?P<pver>-?\d+),(?:(?!\\n).)*?batch\ size:\ (?P<pbs>\d+),
             (?:(?!\\n).)*?timeout\ \(us\):\ (?P<pto>\d+)(?:\\n.*|\n?.*?))
+  |(?P<mcfg>model\ configuration:.*)
   |model\ (?P<emodel>.*?),\ instance\ (?P<einst>.*?),\ executing\ (?P<en>\d+)\ requests
   |TRITONBACKEND_ModelInstanceExecute:\ model\ instance\ name\ (?P<rinst>.*)
      \ released\ (?P<rn>\d+)\ requests
@@ -77,6 +80,7 @@ LINE_RE = re.compile(
 
 _FILES = {
     "rid": {b"infer_request.cc"},
+    "mcfg": {b"python_be.cc", b"python.cc"},
     "emodel": {b"python_be.cc"},
     "rinst": {b"python_be.cc"},
     "oname": {b"infer_response.cc"},
@@ -125,6 +129,11 @@ def _record(
             int(g["pbs"] or 0),
             int(g["pto"] or 0),
         )
+    if kind == "mcfg":
+        fields = model_config(_text(b'"' + (g["mcfg"] or b"") + b'"', ParseStats()))
+        if fields is not None:
+            return ModelConfig(hdr, *fields)
+        kind = None
     if kind == "emodel":
         return InstanceExecuting(
             hdr, _u(g["emodel"] or b""), _u(g["einst"] or b""), int(g["en"] or 0)
