@@ -76,20 +76,17 @@ def _unloaded_callee(window: Window, model: str, since_ns: int) -> str:
     before its errors began: a BLS call to a model that is not ready fails (vid_track_unloaded:
     'Model 'vid_track' is not ready', in the clients' errors only)."""
     called = callees(instances_of(window)).get(model, set())
+    states = window.logs(ev.ModelStateChange)
     gone = [
         r
-        for r in window.logs(ev.ModelStateChange)
+        for r in states
         if r.state in ("unloading", "unloaded")
         and r.model != model
         and -_UNLOAD_NEAR_NS
         <= since_ns - r.header.at_ns
         < (60e9 if r.model in called else _UNLOAD_NEAR_NS)
-    ]
-    states = window.logs(ev.ModelStateChange)
-    gone = [  # a reload unloads the old copy too: only a model that stayed unloaded
-        r
-        for r in gone
-        if not any(
+        # a reload unloads the old copy too: only a model that stayed unloaded
+        and not any(
             s.model == r.model and s.state in _BACK and s.header.at_ns > r.header.at_ns
             for s in states
         )
