@@ -5,13 +5,11 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``: not the demo's
-names,
-shapes or id
-conventions; a scenario that swaps a config mid-run serves a copy), runs a healthy load
-without request ids (or, where a scenario says so, with ids on every other request) for the
-whole window, injects its fault while the product's own ``capture`` records, and leaves in
-``OUT_DIR/<scenario>/``.
+``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``:
+not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
+serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
+ids on every other request) for the whole window, injects its fault while the product's own
+``capture`` records, and leaves in ``OUT_DIR/<scenario>/``.
 The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start and end flags)
 to one pinned version of a model served in two; the ``vid`` clients speak HTTP too; every
 other family's clients speak gRPC:
@@ -95,7 +93,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb`` or ``vid``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid`` or ``kws``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2064,6 +2062,105 @@ _VID = (
     ),
 )
 
+
+_KWS_PIPELINE = (
+    "the keyword-spotting pipeline (kws_gateway, python BLS, async def execute, 2 instances, "
+    "no batching, awaits kws_frontend, python, dynamic batching up to 8, 2 ms, 2 instances, "
+    "then kws_classifier, python, 1 instance, no batching, versions 1 and 2 in the "
+    "repository with version_policy latest 1 (version 2 served), through async_exec(), "
+    "children without ids built with trace=request.trace()) under three id-less gRPC clients"
+)
+_KWS_RELOAD_FAILS = Injection(
+    10,
+    1,
+    {"init_fail": 1},
+    60,
+    "reload kws_classifier with init_fail=1 (repository API): its initialize raises",
+    "reload",
+    "kws_classifier",
+)
+_KWS_LOAD_HANGS = Injection(
+    8,
+    1,
+    {"init_sleep_s": 60},
+    60,
+    "reload kws_classifier with init_sleep_s=60 (repository API): its initialize sleeps 60 s",
+    "reload",
+    "kws_classifier",
+)
+_KWS_HANG = Injection(
+    5,
+    1,
+    {"kws_fault": "classify_hang", "classify_hang_s": 300},
+    60,
+    "kws_classifier sleeps 300 s in execute for this request",
+)
+_KWS_UNLOAD = Injection(
+    10, 1, {}, 60, "unload kws_classifier (repository API)", "unload", "kws_classifier"
+)
+
+_KWS = (
+    Scenario(
+        "kws_healthy",
+        "kws",
+        f"{_KWS_PIPELINE}; model control explicit, verbose log: the twin of every kws_* fault",
+        (),
+        clients=3,
+        model_control="explicit",
+    ),
+    Scenario(
+        "kws_classifier_reload_fails",
+        "kws",
+        f"{_KWS_PIPELINE}; model control explicit; 10 s in, kws_classifier is loaded again "
+        "through the repository API with a new config parameter init_fail=1: the new "
+        "version's initialize raises RuntimeError (a checkpoint that does not load); "
+        "verbose log",
+        (("model_load_failed", "kws_classifier"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_KWS_RELOAD_FAILS,),
+    ),
+    Scenario(
+        "kws_classifier_load_hangs",
+        "kws",
+        f"{_KWS_PIPELINE}; model control explicit; 8 s in, kws_classifier is loaded again "
+        "through the repository API with a new config parameter init_sleep_s=60: the new "
+        "instance's initialize sleeps 60 s, so the load does not finish within the window "
+        "while the clients keep calling; verbose log",
+        (("model_load_stuck", "kws_classifier"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_KWS_LOAD_HANGS,),
+    ),
+    Scenario(
+        "kws_classifier_unload_blocked",
+        "kws",
+        f"{_KWS_PIPELINE}; model control explicit; 5 s in, one request whose kws_classifier "
+        "execute sleeps 300 s (a stuck forward pass); 10 s in, kws_classifier is unloaded "
+        "through the repository API (an operator retiring it): the unload waits on the "
+        "request in flight; verbose log",
+        (("hung_request", "kws_gateway"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_KWS_HANG, _KWS_UNLOAD),
+    ),
+    Scenario(
+        "kws_frontend_stub_restart",
+        "kws",
+        f"{_KWS_PIPELINE}; model control explicit; 8 s in, the python stub of "
+        "kws_frontend_0_0 (one of kws_frontend's two instances) is killed with SIGKILL (as "
+        "the OOM killer does) while the clients keep calling; verbose log",
+        (("stub_unhealthy", "kws_frontend"),),
+        clients=3,
+        model_control="explicit",
+        injections=(
+            Injection(
+                8, 1, {}, 0, "kill -9 the stub of kws_frontend_0_0", "kill_stub", "kws_frontend_0_0"
+            ),
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2194,6 +2291,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_TTS,
         *_VID,
         *_EMB,
+        *_KWS,
     )
 }
 
@@ -2277,6 +2375,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"TEXT": np.array([_tts_text(rng).encode()], dtype=np.object_)}
     if repo == "vid":  # one frame of 4 regions of 12 values; no batch dimension (vid_gateway: 0)
         return {"FRAME": rng.random(48, dtype=np.float32)}
+    if repo == "kws":  # 100 ms of audio at 16 kHz; no batch dimension (kws_gateway: 0)
+        return {"AUDIO": (rng.standard_normal(1600) * 0.1).astype(np.float32)}
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
@@ -2332,6 +2432,8 @@ def _send(
         return client.infer("tts_frontend", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "vid":
         return client.infer("vid_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "kws":
+        return client.infer("kws_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
@@ -2352,6 +2454,7 @@ _PAUSE_S = {
     "tts": 0.2,
     "emb": 0.2,
     "vid": 0.2,
+    "kws": 0.2,
 }
 
 
@@ -2747,6 +2850,7 @@ _LOAD_TEXT = {
     "in five with a number)",
     "vid": "`vid_gateway` infer, a random FRAME [48] (FP32 in [0, 1))",
     "emb": "`emb_ensemble` infer, a random TEXT [1, 1] (one string of 4 to 20 words)",
+    "kws": "`kws_gateway` infer, a random AUDIO [1600] (FP32, 100 ms at 16 kHz)",
 }
 
 
