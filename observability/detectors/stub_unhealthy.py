@@ -31,6 +31,7 @@ from observability.detectors.backend_failures import (
     raising,
     short,
 )
+from observability.detectors.instances import Execution, instances_of
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -58,7 +59,7 @@ class StubUnhealthyDetector:
     kind: str = "stub_unhealthy"
 
     def detect(self, window: Window) -> list[Finding]:
-        lines = window.logs(ev.StubHealth)
+        lines = [line for line in window.logs(ev.StubHealth) if not _failed_load(window, line)]
         found = self._from_log(window, lines) if lines else []
         runs = failing(window, self.min_failures)
         named = {f.model for f in found} | set(raising(window, runs))  # alive: model_failing
@@ -67,9 +68,50 @@ class StubUnhealthyDetector:
             for r in window.logs(ev.InstanceExecuting)
             if r.header.source_file.startswith("python")
         }
+        found += [self._failing_finding(f, f.model in python) for f in runs if f.model not in named]
+        named |= {f.model for f in runs}
         return found + [
-            self._failing_finding(f, f.model in python) for f in runs if f.model not in named
+            self._half_dead_finding(window, d) for d in half_dead(window) if d.model not in named
         ]
+
+    def _half_dead_finding(self, window: Window, d: HalfDead) -> Finding:
+        first, last = d.batches[0], d.batches[-1]
+        failed = _failures_since(window, d.model, first.start_ns)
+        summary = (
+            f"The python stub of {d.instance} is dead: since its batch at "
+            f"{(window.until_ns - first.start_ns) / 1e9:.0f} s before the end, its "
+            f"{len(d.batches)} batches each took {d.seconds:.2f} s (the backend's wait for a "
+            f"stub that no longer answers) and failed, while {', '.join(d.alive)} kept "
+            "serving"
+            + (f" ({FAILURES}, BACKEND, rose by {failed:g})" if failed else "")
+            + ". Triton 2.51 does not restart it: every request sent to it fails until the "
+            "model is reloaded, and health stays 200."
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=d.model,
+            instance=d.instance,
+            first_seen_ns=first.start_ns,
+            last_seen_ns=last.end_ns or last.start_ns,
+            summary=summary,
+            evidence=(
+                Evidence(
+                    "log",
+                    first.start_ns,
+                    log_ref(first.offset),
+                    f"first of {len(d.batches)} batches on {d.instance} lasting "
+                    f"{d.seconds:.2f} s each",
+                ),
+                Evidence(
+                    "log",
+                    last.start_ns,
+                    log_ref(last.offset),
+                    f"latest such batch on {d.instance}",
+                ),
+            ),
+            advice=ADVICE,
+        )
 
     def _failing_finding(self, f: Failing, python: bool) -> Finding:
         what = (
@@ -171,3 +213,85 @@ def _victim(
                 return c
             return None
     return None
+
+
+@dataclass(frozen=True)
+class HalfDead:
+    """An instance whose stub died while the model's other instances serve."""
+
+    model: str
+    instance: str
+    batches: list[Execution]
+    seconds: float
+    alive: list[str]
+
+
+_DEAD_STUB_S = (0.95, 1.10)
+"""How long the python backend waits for a stub that no longer answers before it fails the
+batch: 1.00 s on 2.51 (rec_stub_killed, kws_frontend_stub_restart: 1.000-1.002 s each)."""
+_MIN_DEAD_BATCHES = 5
+
+
+def half_dead(window: Window) -> list[HalfDead]:
+    """Instances whose last batches (``_MIN_DEAD_BATCHES`` or more, to the window's end) each
+    lasted the backend's stub timeout, of a model with another instance answering faster
+    meanwhile, and whose failures rose on /metrics: a stub killed (the OOM killer, a
+    segfault in native code) while its siblings live on. A model whose every request fails
+    is ``failing()``'s; this is the one /metrics alone cannot show (successes keep rising)."""
+    inst = instances_of(window)
+    per: dict[str, list[Execution]] = {}
+    for e in inst.executions:
+        if e.end_ns is not None and not e.died:
+            per.setdefault(e.instance, []).append(e)
+    out = []
+    for name, done in per.items():
+        run: list[Execution] = []
+        for e in reversed(done):
+            if not _DEAD_STUB_S[0] <= (e.end_ns or 0) / 1e9 - e.start_ns / 1e9 <= _DEAD_STUB_S[1]:
+                break
+            run.append(e)
+        if len(run) < _MIN_DEAD_BATCHES:
+            continue
+        run.reverse()
+        model = run[0].model
+        alive = sorted(
+            other
+            for other, batches in per.items()
+            if other != name
+            and batches[0].model == model
+            and any(
+                b.start_ns >= run[0].start_ns
+                and (b.end_ns or 0) - b.start_ns < 0.5 * _DEAD_STUB_S[0] * 1e9
+                for b in batches
+            )
+        )
+        if alive and _failures_since(window, model, run[0].start_ns) >= _MIN_DEAD_BATCHES:
+            seconds = sum(((e.end_ns or 0) - e.start_ns) / 1e9 for e in run) / len(run)
+            out.append(HalfDead(model, name, run, seconds, alive))
+    return out
+
+
+def _failures_since(window: Window, model: str, since_ns: int) -> float:
+    """BACKEND failures of ``model`` on /metrics from the last scrape before ``since_ns``."""
+    points: dict[int, float] = {}
+    for _t, at, s in window.samples(FAILURES):
+        if s.label("model") == model and s.label("reason") in ("", "BACKEND"):
+            points[at] = points.get(at, 0.0) + s.value
+    if not points:
+        return 0.0
+    series = sorted(points.items())
+    before = [v for at, v in series if at <= since_ns] or [series[0][1]]
+    return max(0.0, series[-1][1] - before[-1])
+
+
+def _failed_load(window: Window, line: ev.StubHealth) -> bool:
+    """A stub that failed to start because the model's load failed (its ``initialize``
+    raised): the load's failure, told by ``model_lifecycle.cc`` ("failed to load 'M'") right
+    after, not a dead stub; the model's old copy may still serve (kws_classifier_reload_fails)."""
+    if line.instance or "Failed to initialize Python stub" not in line.detail:
+        return False
+    at = line.header.at_ns
+    return any(
+        r.state == "failed" and 0 <= r.header.at_ns - at <= 5_000_000_000
+        for r in window.logs(ev.ModelStateChange)
+    )

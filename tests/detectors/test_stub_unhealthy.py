@@ -16,6 +16,7 @@ from collectors.logs.parser import parse_bytes
 from observability.detectors import Window
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector, model_of_instance
 from observability.findings import Severity
+from tests.foreign.parsed import analysis
 
 pytestmark = pytest.mark.lab
 
@@ -119,3 +120,21 @@ def test_killed_stub_is_found_through_its_bls_parent(lab_factory, tmp_path: Path
     assert finding.request_id == "stub-after-0"
     assert finding.severity is Severity.CRITICAL
     assert "Stub process 'plain_0_0' is not healthy" in finding.evidence[0].detail
+
+
+def test_one_dead_stub_beside_a_live_one_is_named_by_its_instance() -> None:
+    """kws_frontend_stub_restart (tests/fixtures/foreign, Round 15): one of two kws_frontend
+    stubs killed; Triton 2.51 does not restart it, each batch sent to it fails after 1.00 s,
+    and the other instance keeps serving, so /metrics' successes keep rising."""
+    found = [f for f in analysis("kws_frontend_stub_restart").findings if f.severity.rank]
+    dead = [f for f in found if f.kind == "stub_unhealthy"]
+    assert [(f.model, f.instance) for f in dead] == [("kws_frontend", "kws_frontend_0_0")]
+    assert "kws_frontend_0_1 kept serving" in dead[0].summary
+    assert not [f for f in found if f.kind == "model_failing"]
+
+
+def test_a_stub_that_failed_to_start_in_a_failed_load_is_not_a_dead_stub() -> None:
+    """kws_classifier_reload_fails: the reloaded copy's initialize raises ('Failed to
+    initialize Python stub', no instance named, then 'failed to load'); the old copy serves."""
+    found = analysis("kws_classifier_reload_fails").findings
+    assert [f for f in found if f.kind == "stub_unhealthy"] == []

@@ -54,12 +54,11 @@ GAPS: dict[str, str] = {
     "kws_classifier_reload_fails": "no detector reads a failed load: the ModelStateChange "
     "'failed to load 'kws_classifier' version 2: Internal: RuntimeError: kws_classifier: cannot "
     "load checkpoint ...' (model_lifecycle.cc:642, 05:37:52.62, 1.7 s after 'loading: "
-    "kws_classifier:2') is parsed and only closes a reload in instances.py. "
-    "StubUnhealthyDetector._finding reports the pb_stub.cc:366 'Failed to initialize Python "
-    "stub' line, which names no instance, as stub_unhealthy on model 'unknown', and says "
-    "requests to that instance fail until the model is reloaded: false, the old copy of "
-    "version 2 kept serving (414 of 414 client requests ok). The kind model_load_failed (a "
-    "load or reload that failed, the previous copy still serving or not) does not exist",
+    "kws_classifier:2') is parsed and only closes a reload in instances.py (its pb_stub.cc:366 "
+    "'Failed to initialize Python stub' line, once read as a dead stub of model 'unknown', is "
+    "now left to the failed load; the old copy of version 2 kept serving, 414 of 414 client "
+    "requests ok). The kind model_load_failed (a load or reload that failed, the previous "
+    "copy still serving or not) does not exist",
     "kws_classifier_load_hangs": "no detector reads a load that never ends: 'loading: "
     "kws_classifier:2' at 05:38:27.17 and 'Starting Python backend stub ... kws_classifier_0_0' "
     "at 05:38:28.46 (the new instance's initialize sleeps 60 s), then no 'instance "
@@ -74,13 +73,6 @@ GAPS: dict[str, str] = {
     "'Stopping backend thread', 'ModelInstanceFinalize' or 'successfully unloaded' line for "
     "20 s (vid_track_unloaded: within 1 ms and 1.1 s). HungRequestDetector "
     "(hung_request.py) does not read FrontendRequest RepositoryModelUnload events",
-    "kws_frontend_stub_restart": "one of two kws_frontend stubs is killed and Triton 2.51 "
-    "does not restart it: 18 batches on kws_frontend_0_0 each take 1.000-1.002 s (7 ms before) "
-    "and fail, nv_inference_request_failure{model=kws_frontend,reason=BACKEND} 0 -> 18 while "
-    "success rises to 304 (kws_frontend_0_1 serves), and no 'Stub process ... is not healthy' "
-    "line is logged (kws_gateway handles the error response; 19 clients get it). "
-    "StubUnhealthyDetector.detect has no StubHealth line, and backend_failures.failing() "
-    "needs a model with failures and no success, so a half-dead model is not seen",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
