@@ -17,12 +17,14 @@ a model is reported once, by the kind that is true.
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 from observability import events as ev
 from observability.detectors.window import Window
 
 __all__ = [
+    "BACKEND_REASONS",
     "CACHE_HITS",
     "FAILURES",
     "SUCCESSES",
@@ -30,6 +32,7 @@ __all__ = [
     "Raised",
     "failing",
     "model_of_instance",
+    "per_scrape",
     "raised",
     "raising",
     "short",
@@ -113,6 +116,25 @@ def failing(window: Window, min_failures: float = 5.0) -> list[Failing]:
     return out
 
 
+BACKEND_REASONS = ("", "BACKEND")
+"""A failure in the model's backend: ``reason="BACKEND"``, or no reason (releases before it)."""
+
+
+def per_scrape(
+    window: Window, name: str, model: str | None = None, reasons: tuple[str, ...] | None = None
+) -> dict[int, float]:
+    """A counter's samples summed per scrape time (over targets and versions), of one model
+    or all, of the ``reasons`` given or all: what each reader of a counter's rise starts from."""
+    out: dict[int, float] = {}
+    for _t, at, s in window.samples(name):
+        if model is not None and s.label("model") != model:
+            continue
+        if reasons is not None and s.label("reason") not in reasons:
+            continue
+        out[at] = out.get(at, 0.0) + s.value
+    return out
+
+
 def model_of_instance(instance: str) -> str:
     """``router_0_7`` -> ``router``: Triton names instances ``<model>_<group>_<index>``."""
     return _INSTANCE.sub("", instance) if _INSTANCE.search(instance) else instance
@@ -136,10 +158,25 @@ class Raised:
     model's ``Failed to process the request(s)`` text (a BLS child's error re-raised)."""
 
 
+_cache: dict[int, tuple[weakref.ref[Window], dict[str, list[Raised]]]] = {}
+
+
 def raised(window: Window) -> dict[str, list[Raised]]:
-    """The error lines of raising executes in the window, by model, in time order."""
+    """The error lines of raising executes in the window, by model, in time order; read once
+    per window object (``stub_unhealthy`` and ``model_failing`` both ask, the latter twice).
+    Read-only."""
+    hit = _cache.get(id(window))
+    if hit is not None and hit[0]() is window:
+        return hit[1]
+    result = _raised_lines(window.logs(ev.ErrorLine))
+    key = id(window)
+    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
+    return result
+
+
+def _raised_lines(lines: list[ev.ErrorLine]) -> dict[str, list[Raised]]:
     out: dict[str, list[Raised]] = {}
-    for line in window.logs(ev.ErrorLine):
+    for line in lines:
         if "Failed to process the request(s)" not in line.text:
             continue
         r = _raised(line)

@@ -73,14 +73,8 @@ class EmptyRun:
 def answering_empty(window: Window, min_run: int = 10, min_span_s: float = 2.0) -> list[EmptyRun]:
     """Models whose last ``min_run`` or more responses (over ``min_span_s`` or more) carried
     no output, after at least ``_MIN_LEARNED`` that did."""
-    reqs = requests_of(window)
-    by_model: dict[str, list[Lifecycle]] = {}
-    for c in [*reqs.lifecycles, *reqs.anonymous]:
-        if c.released_ns is not None and c.model:
-            by_model.setdefault(c.model, []).append(c)
     out = []
-    for model, answers in sorted(by_model.items()):
-        answers.sort(key=lambda c: c.released_ns or 0)
+    for model, answers in sorted(requests_of(window).answered.items()):
         run = _trailing_run(answers)
         if run is None:
             continue

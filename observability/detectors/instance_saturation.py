@@ -69,22 +69,6 @@ class Stretch:
         return (self.end_ns - self.start_ns) / 1e9
 
 
-def peak_busy(records: Iterable[object]) -> dict[str, int]:
-    """Model -> the most of its instances ever executing at once (pure)."""
-    model_of: dict[str, str] = {}
-    busy: dict[str, set[str]] = {}
-    peak: dict[str, int] = {}
-    for rec in records:
-        if isinstance(rec, ev.InstanceExecuting):
-            model_of[rec.instance] = rec.model
-            now = busy.setdefault(rec.model, set())
-            now.add(rec.instance)
-            peak[rec.model] = max(peak.get(rec.model, 0), len(now))
-        elif isinstance(rec, ev.InstanceReleased):
-            busy.get(model_of.get(rec.instance, ""), set()).discard(rec.instance)
-    return peak
-
-
 def all_busy_stretches(
     records: Iterable[object],
     until_ns: int,
@@ -405,12 +389,21 @@ def _limited(records: list[object]) -> dict[str, int]:
     """Models whose instances never all ran at once though requests queued: how many may.
     Triton dispatches a queued request to any free instance, so an instance left idle while
     others run is held back (a rate limiter): its model saturates at that many busy."""
-    peaks = peak_busy(records)
-    names: dict[str, set[str]] = {}
+    model_of: dict[str, str] = {}
+    busy: dict[str, set[str]] = {}
+    peak: dict[str, int] = {}
     for rec in records:
         if isinstance(rec, ev.InstanceExecuting):
-            names.setdefault(rec.model, set()).add(rec.instance)
-    return {m: p for m, p in peaks.items() if p < len(names.get(m, ()))}
+            model_of[rec.instance] = rec.model
+            now = busy.setdefault(rec.model, set())
+            now.add(rec.instance)
+            peak[rec.model] = max(peak.get(rec.model, 0), len(now))
+        elif isinstance(rec, ev.InstanceReleased):
+            busy.get(model_of.get(rec.instance, ""), set()).discard(rec.instance)
+    names: dict[str, int] = {}
+    for model in model_of.values():
+        names[model] = names.get(model, 0) + 1
+    return {m: p for m, p in peak.items() if p < names[m]}
 
 
 def _overlap(a: Stretch, b: Stretch) -> bool:

@@ -171,24 +171,18 @@ def instances_of(window: Window) -> Instances:
     hit = _cache.get(id(window))
     if hit is not None and hit[0]() is window:
         return hit[1]
-    records = window.logs(
-        ev.RequestPrepared,
-        ev.InstanceExecuting,
-        ev.InstanceReleased,
-        ev.ModelStateChange,
-        ev.RequestStateChange,
-        ev.StubOutput,
-    )
-    result = build_instances(
+    records = window.logs_where(
         (
-            r
-            for r in records
-            if (type(r) is not ev.RequestStateChange or _unqueued(r))
-            and (type(r) is not ev.StubOutput or crash_of(r) is not None)
+            ev.RequestPrepared,
+            ev.InstanceExecuting,
+            ev.InstanceReleased,
+            ev.ModelStateChange,
+            ev.RequestStateChange,
+            ev.StubOutput,
         ),
-        window.until_ns,
-        gone_ns(window),
+        {ev.RequestStateChange: _unqueued, ev.StubOutput: _crash},
     )
+    result = build_instances(records, window.until_ns, gone_ns(window))
     key = id(window)
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
@@ -376,6 +370,10 @@ def _lifecycle(
 FAILED_ENQUEUE = "FAILED_ENQUEUE"
 """The state of a request its model's scheduler refused (a full queue): logged right after its
 admission (tests/fixtures/foreign tts_queue_full_untraced: 2,916 of them)."""
+
+
+def _crash(rec: ev.StubOutput) -> bool:
+    return crash_of(rec) is not None
 
 
 def _unqueued(rec: ev.RequestStateChange) -> bool:

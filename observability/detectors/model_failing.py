@@ -20,12 +20,14 @@ from dataclasses import dataclass, replace
 
 from observability import events as ev
 from observability.detectors.backend_failures import (
+    BACKEND_REASONS,
     CACHE_HITS,
     FAILURES,
     SUCCESSES,
     Failing,
     Raised,
     failing,
+    per_scrape,
     raised,
     raising,
     short,
@@ -64,7 +66,7 @@ ERROR_ADVICE = (
 
 def _counted_as_success(window: Window, model: str, run: EmptyRun) -> str | None:
     """How /metrics counted the run's requests, when it counted them as successes."""
-    points = [(at, s.value) for _t, at, s in window.samples(SUCCESSES) if s.label("model") == model]
+    points = sorted(per_scrape(window, SUCCESSES, model).items())
     inside = [v for at, v in points if run.since_ns <= at <= run.last_ns]
     if len(inside) < 2 or inside[-1] <= inside[0]:
         return None
@@ -122,17 +124,13 @@ def _with_relays(finding: Finding, relays: list[str]) -> Finding:
 def _failure_share(window: Window, model: str) -> tuple[float, float, float] | None:
     """``(failed, succeeded, failed share)`` of the model's requests over the window, from
     the first and last scrape of /metrics (cache hits left out)."""
-    per: dict[str, dict[int, float]] = {FAILURES: {}, SUCCESSES: {}, CACHE_HITS: {}}
-    for name, points in per.items():
-        for _t, at, s in window.samples(name):
-            if s.label("model") != model or s.label("reason") not in ("", "BACKEND"):
-                continue
-            points[at] = points.get(at, 0.0) + s.value
-    fails, oks = per[FAILURES], per[SUCCESSES]
+    fails, oks, hits = (
+        per_scrape(window, name, model, BACKEND_REASONS)
+        for name in (FAILURES, SUCCESSES, CACHE_HITS)
+    )
     if len(fails) < 2 or len(oks) < 2:
         return None
     first, last = min(fails), max(fails)
-    hits = per[CACHE_HITS]
     failed = fails[last] - fails[first]
     served = oks.get(last, 0.0) - oks.get(first, 0.0) - (hits.get(last, 0.0) - hits.get(first, 0.0))
     if failed <= 0:

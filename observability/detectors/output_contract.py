@@ -54,14 +54,9 @@ def breaches(window: Window, min_responses: int = 5, min_share: float = 0.5) -> 
         configs.setdefault(cfg.model, []).append(cfg)
     if not configs:
         return []
-    reqs = requests_of(window)
-    answers: dict[str, list[Lifecycle]] = {}
-    for life in [*reqs.lifecycles, *reqs.anonymous]:
-        if life.model in configs and life.released_ns is not None:
-            answers.setdefault(life.model, []).append(life)
+    by_model = requests_of(window).answered
     out = []
-    for model, done in sorted(answers.items()):
-        done.sort(key=lambda c: c.released_ns or 0)
+    for model, done in sorted((m, by_model[m]) for m in configs if m in by_model):
         seen: Counter[tuple[str, str, str]] = Counter()
         firsts: dict[tuple[str, str, str], int] = {}
         lasts: dict[tuple[str, str, str], int] = {}

@@ -39,6 +39,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from observability import events as ev
 from observability.detectors.instances import Execution, instances_of
@@ -112,6 +113,18 @@ class Requests:
     """Model -> instance names seen executing in the window (a lower bound of its count)."""
     anonymous: list[Lifecycle] = field(default_factory=list)
     """Released requests without an id, from their instance's batch, in release order."""
+
+    @cached_property
+    def answered(self) -> dict[str, list[Lifecycle]]:
+        """Model -> its released requests, with ids or not, in release order: the responses
+        the detectors that read answers' outputs walk (read-only)."""
+        out: dict[str, list[Lifecycle]] = {}
+        for c in [*self.lifecycles, *self.anonymous]:
+            if c.released_ns is not None and c.model:
+                out.setdefault(c.model, []).append(c)
+        for done in out.values():
+            done.sort(key=lambda c: c.released_ns or 0)
+        return out
 
     def parent_id(self, request_id: str) -> str | None:
         """The nearest id prefix (``a.b`` of ``a.b.c``) that is a request in the window."""

@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 from observability import events as ev
 from observability.detectors.backend_failures import (
+    BACKEND_REASONS,
     FAILURES,
     SUCCESSES,
     Failing,
     failing,
     model_of_instance,
+    per_scrape,
     raising,
     short,
 )
@@ -273,10 +275,7 @@ def half_dead(window: Window) -> list[HalfDead]:
 
 def _failures_since(window: Window, model: str, since_ns: int) -> float:
     """BACKEND failures of ``model`` on /metrics from the last scrape before ``since_ns``."""
-    points: dict[int, float] = {}
-    for _t, at, s in window.samples(FAILURES):
-        if s.label("model") == model and s.label("reason") in ("", "BACKEND"):
-            points[at] = points.get(at, 0.0) + s.value
+    points = per_scrape(window, FAILURES, model, BACKEND_REASONS)
     if not points:
         return 0.0
     series = sorted(points.items())

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.backend_failures import per_scrape
 from observability.detectors.crashes import Crash, crashes
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -156,13 +157,8 @@ class TargetDown:
     def _crash_finding(self, window: Window, crash: Crash) -> Finding:
         """A crash seen in the log without scrapes to say whether Triton came back: the log
         going on well after it (a dead server writes nothing) says it was restarted."""
-        later = [
-            h.at_ns
-            for r in window.logs()
-            if (h := getattr(r, "header", None)) is not None and h.at_ns > crash.at_ns
-        ]
-        restarted = bool(later) and max(later) - crash.at_ns > 10_000_000_000
-        ends = (max(later) if later else crash.at_ns) - crash.at_ns
+        ends = max(0, (window.last_log_ns or crash.at_ns) - crash.at_ns)
+        restarted = ends > 10_000_000_000
         summary = _crash_text(crash) + (
             " Its log goes on after it: the server was restarted, and what was in flight at "
             "the crash was lost."
@@ -223,10 +219,10 @@ def gone_ns(window: Window) -> int | None:
     if not down:
         return None
     began = min(o.first_ns for o in down)
-    stamps = [h.at_ns for r in window.logs() if (h := getattr(r, "header", None)) is not None]
-    if not stamps or max(stamps) > began + _LOG_SILENT_NS:
+    last = window.last_log_ns
+    if last is None or last > began + _LOG_SILENT_NS:
         return None
-    return max(stamps)
+    return last
 
 
 _COUNT = "nv_inference_count"
@@ -234,9 +230,7 @@ _COUNT = "nv_inference_count"
 
 def _restarted(window: Window, down_ns: int, up_ns: int) -> bool:
     """Whether Triton's counters fell across an outage: a new process counts from zero."""
-    totals: dict[int, float] = {}
-    for _t, at, s in window.samples(_COUNT):
-        totals[at] = totals.get(at, 0.0) + s.value
+    totals = per_scrape(window, _COUNT)
     before = [v for at, v in sorted(totals.items()) if at <= down_ns]
     after = [v for at, v in sorted(totals.items()) if at >= up_ns]
     return bool(before and after) and after[0] < before[-1]

@@ -150,8 +150,7 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     hit = _cache.get(key)
     if hit is not None and hit[0]() is window:
         return hit[1]
-    result = analyse(instances_of(window), policy, origins_of(window))
-    result.whole_seconds = window.whole_seconds
+    result = analyse(instances_of(window), policy, origins_of(window), window.whole_seconds)
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
 
@@ -182,10 +181,11 @@ def analyse(
     inst: Instances,
     policy: DeadlinePolicy,
     origin: dict[tuple[int, int], str] | None = None,
+    whole_seconds: bool = False,
 ) -> Waits:
     """``origin``: where each admitted request came from (``origins.py``); a BLS call that
     no learned edge explains may still be a call of a stuck batch (a path only a fault
-    takes)."""
+    takes). ``whole_seconds``: the log's times are (``Window.whole_seconds``)."""
     now = inst.until_ns
     deadline = {m: policy.deadline_s(m, inst.durations_s(m)) for m in inst.model_instances}
     long_open = [e for e in inst.open.values() if now - e.start_ns >= _MIN_CALL_AGE_NS]
@@ -293,7 +293,7 @@ def analyse(
             ):
                 stuck.append(e)
                 grew = True
-    return Waits(inst, policy, deadline, stuck, calls, callers)
+    return Waits(inst, policy, deadline, stuck, calls, callers, whole_seconds)
 
 
 def _waits_only_on_stuck(

@@ -7,7 +7,7 @@ is backed by the store, or by plain event lists in tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar, overload
@@ -76,11 +76,35 @@ class Window:
             return [logs[i] for i in index.get(kinds[0], ())]
         return [logs[i] for i in sorted(i for k in kinds for i in index.get(k, ()))]
 
+    def logs_where(
+        self, kinds: Iterable[type], where: Mapping[type, Callable[[Any], bool]]
+    ) -> list[object]:
+        """``logs(*kinds)``, keeping a record of a class in ``where`` only when its test
+        passes: a reader that needs a few of a numerous class (the state lines, about three a
+        request) tests them instead of merging them all into its time order."""
+        logs, index = self._logs, self._log_index
+        picked: list[int] = []
+        for kind in kinds:
+            test = where.get(kind)
+            at = index.get(kind, ())
+            picked.extend(at if test is None else (i for i in at if test(logs[i])))
+        return [logs[i] for i in sorted(picked)]
+
+    @cached_property
+    def _header_times(self) -> list[int]:
+        """The time of every record with a log header (a stub's bare text has none)."""
+        return [h.at_ns for e in self._logs if (h := getattr(e, "header", None)) is not None]
+
+    @property
+    def last_log_ns(self) -> int | None:
+        """When the log's last headed line was written (None: no such line)."""
+        return max(self._header_times, default=None)
+
     @cached_property
     def whole_seconds(self) -> bool:
         """Whether the log's times are whole seconds (``--log-format ISO8601``): a batch
         under a second then reads as microseconds, so a finding must not quote it in ms."""
-        stamps = [h.at_ns for e in self._logs if (h := getattr(e, "header", None)) is not None]
+        stamps = self._header_times
         return len(stamps) >= _WHOLE_SECONDS_MIN and all(
             t % 1_000_000_000 < ISO_SPREAD_NS for t in stamps
         )
