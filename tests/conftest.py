@@ -11,6 +11,7 @@ import pytest
 from tests import hypothesis_profiles  # noqa: F401  (loads the dev or ci profile first)
 from tests.detectors.recording import RecordedRun
 from tests.fixtures.recordings import session_recording
+from tests.foreign import parsed as corpus
 
 ECHO_CONFIG = """
 name: "echo"
@@ -64,8 +65,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         group = next((g for f, g in SHARED_LABS.items() if f in names), None)
+        group = group or ("foreign-corpus" if _reads_the_corpus(item) else None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _reads_the_corpus(item: pytest.Item) -> bool:
+    """Tests of a module that imported the corpus's parsed analyses share one worker: the
+    analyses are cached per process, and spread over two workers each would analyse the 131
+    recordings again (about 20 CPU-s of the quick suite)."""
+    module = getattr(item, "module", None)
+    shared = (corpus.analysis, corpus.parsed, corpus.window)
+    return module is not None and any(v in shared for v in vars(module).values() if callable(v))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

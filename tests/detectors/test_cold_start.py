@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.cold_start import ColdStart
 from observability.findings import Severity
@@ -23,3 +26,33 @@ def test_first_execution_after_reload_is_a_cold_start(faulty: Window) -> None:
 def test_eager_reload_is_not_a_cold_start(healthy: Window) -> None:
     findings = ColdStart().detect(healthy)
     assert [f for f in findings if f.severity.rank >= Severity.WARNING.rank] == []
+
+
+def test_the_replaced_copys_last_batch_does_not_hide_the_cold_one(faulty: Window) -> None:
+    """A fresh recording (CI, 2026-11-26) logged, 0.8 ms after the reload's 'successfully
+    loaded', a 0.6 ms batch on classifier_0_0 (the replaced copy's, same instance name), then
+    the 4.04 s cold one. The recorded window with such a batch put in at the same place."""
+    records = list(faulty.logs())
+    at = next(
+        i
+        for i, r in enumerate(records)
+        if isinstance(r, ev.ModelStateChange) and r.model == "classifier" and r.state == "loaded"
+    )
+    load_ns = records[at].header.at_ns
+    start = next(
+        r for r in records[at:] if isinstance(r, ev.InstanceExecuting) and r.model == "classifier"
+    )
+    end = next(
+        r
+        for r in records[records.index(start) :]
+        if isinstance(r, ev.InstanceReleased) and r.instance == start.instance
+    )
+
+    def moved(r: ev.InstanceExecuting | ev.InstanceReleased, ns: int) -> object:
+        return replace(r, header=replace(r.header, at_ns=load_ns + ns, offset=-ns))
+
+    stale = [moved(start, 800_000), moved(end, 1_400_000)]
+    window = Window(faulty.since_ns, faulty.until_ns, events=[*records, *stale])
+    (found,) = ColdStart().detect(window)
+    assert (found.model, found.instance) == ("classifier", "classifier_0_0")
+    assert "took 4." in found.summary or "took 3." in found.summary, found.summary
