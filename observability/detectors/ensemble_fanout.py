@@ -23,10 +23,10 @@ after it, mean it kept serving.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.loads import clock, state_line
 from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -87,8 +87,8 @@ class EnsembleFanoutDetector:
         again = [t for t in loaded_ns if t > last]
         after = [t for t in served_ns if t > last]
         if before or again or after:
-            how = [f"loaded at {_clock(before[-1])} before the refusal"] if before else []
-            how += [f"loaded again from it at {_clock(again[0])}"] if again else []
+            how = [f"loaded at {clock(before[-1])} before the refusal"] if before else []
+            how += [f"loaded again from it at {clock(again[0])}"] if again else []
             how += [f"{len(after)} request(s) to it admitted since"] if after else []
             summary = (
                 f"A reload of ensemble '{ensemble}' was refused ({len(hits)} attempt(s)): its "
@@ -142,16 +142,9 @@ def _admitted(window: Window, ensembles: set[str]) -> dict[str, list[int]]:
     return out
 
 
-def _clock(at_ns: int) -> str:
-    return time.strftime("%H:%M:%S", time.gmtime(at_ns / 1e9)) + " UTC"
-
-
 def _line(rec: object) -> str:
-    """The log message as Triton wrote it (the parser splits the poll line in two)."""
     if isinstance(rec, ev.ModelStateChange):
-        if rec.header.source_file == "model_repository_manager.cc":
-            return f"Poll failed for model directory '{rec.model}': {rec.detail}"
-        return f"failed to load '{rec.model}': {rec.detail}"
+        return state_line(rec)
     return rec.text if isinstance(rec, ev.ErrorLine) else str(rec)
 
 

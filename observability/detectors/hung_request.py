@@ -34,6 +34,7 @@ from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution
 from observability.detectors.last_call import LastCall, last_call
+from observability.detectors.loads import clock
 from observability.detectors.origins import STEP
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
 from observability.detectors.waits import Call, Waits, callees, origins_of, waits_of
@@ -145,6 +146,11 @@ class HungRequestDetector:
         if not calls:
             summary += _ensemble_text(window, waits, stuck)
         summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
+        start = min(e.start_ns for e in stuck)
+        unload, unload_evidence = _blocked_unloads(
+            window, start, [model, *(c.request.model for c in calls)]
+        )
+        summary += unload
         ids = [i for e in stuck for i in e.ids]
         source = (
             f"it holds {', '.join(repr(i) for i in ids[:5])}, whose state this Triton does not "
@@ -161,7 +167,8 @@ class HungRequestDetector:
         evidence += _victim_evidence(waits, [model, *(c.request.model for c in calls)], now)
         if last is not None:
             evidence.append(_released_evidence(last))
-        first = min(e.start_ns for e in stuck) + int(deadline * 1e9)
+        evidence += unload_evidence
+        first = start + int(deadline * 1e9)
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL,
@@ -209,11 +216,14 @@ class HungRequestDetector:
             summary += "" if last is None else "; " + last.describe()
         models = [model, *(c.model for c in waits), *(c.request.model for c in calls)]
         summary += _victims_text(analysis, models, now)
+        unload, unload_evidence = _blocked_unloads(window, cycle.executing_ns, models)
+        summary += unload
         evidence = [_evidence(cycle, "EXECUTING")]
         evidence += [_evidence(c, c.state) for c in waits[: self.max_children_named]]
         evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
         evidence += _victim_evidence(analysis, models, now)
         evidence += [] if last is None else [_released_evidence(last)]
+        evidence += unload_evidence
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL,
@@ -440,6 +450,52 @@ def _victims_text(waits: Waits, models: list[str], now: int) -> str:
                 f"{waits.deadline_s(model):.3g} s deadline{named}"
             )
     return ("; behind it: " + "; ".join(parts)) if parts else ""
+
+
+def _blocked_unloads(
+    window: Window, since_ns: int, models: list[str]
+) -> tuple[str, list[Evidence]]:
+    """Unload requests made while the hang held its instances, and not completed since.
+    Triton unloads a model only when its in-flight requests end, so a hang blocks the
+    unload, while the repository call is answered "ok" at once (2.51: within 3 ms) and
+    nothing more is logged (tests/fixtures/foreign kws_classifier_unload_blocked). gRPC's
+    ``RepositoryModelUnload`` names no model; HTTP's path does."""
+    asked: list[tuple[ev.FrontendRequest, str | None]] = []
+    for r in window.logs(ev.FrontendRequest):
+        if r.header.at_ns < since_ns:
+            continue
+        if r.method == "RepositoryModelUnload":
+            if asked and asked[-1][1] is None and r.header.at_ns - asked[-1][0].header.at_ns < 1e9:
+                continue  # the same call's later steps
+            asked.append((r, None))
+        elif r.path.startswith("/v2/repository/models/") and r.path.endswith("/unload"):
+            model = r.path.removeprefix("/v2/repository/models/").removesuffix("/unload")
+            if model in models:
+                asked.append((r, model))
+    if not asked:
+        return "", []
+    unloaded = [r for r in window.logs(ev.ModelStateChange) if r.state == "unloaded"]
+    parts, evidence = [], []
+    for call, named in asked:
+        if any(u.header.at_ns > call.header.at_ns and named in (None, u.model) for u in unloaded):
+            continue
+        what = f"of {named}" if named else f"(gRPC {call.method}; the log names no model)"
+        parts.append(f"an unload {what} requested at {clock(call.header.at_ns)}")
+        evidence.append(
+            Evidence(
+                "log",
+                call.header.at_ns,
+                log_ref(call.header.offset),
+                f"unload requested {what}; no model unloaded since",
+            )
+        )
+    if not parts:
+        return "", []
+    text = (
+        f"; {' and '.join(parts)} has not completed since: Triton unloads a model only once "
+        "its in-flight requests end, so this hang blocks it although the call was answered"
+    )
+    return text, evidence
 
 
 def _execution_evidence(e: Execution, now: int) -> Evidence:

@@ -20,6 +20,8 @@ from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
 from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.instance_saturation import InstanceSaturation
 from observability.detectors.model_failing import ModelFailing
+from observability.detectors.model_load_failed import ModelLoadFailed
+from observability.detectors.model_load_stuck import ModelLoadStuck
 from observability.detectors.model_stalled import ModelStalled
 from observability.detectors.output_contract import OutputContract
 from observability.detectors.requests_rejected import RequestsRejected
@@ -48,6 +50,8 @@ DETECTORS: Mapping[str, type] = MappingProxyType(
             ModelFailing,
             OutputContract,
             RequestsRejected,
+            ModelLoadFailed,
+            ModelLoadStuck,
             TargetDown,
             ModelStalled,
             StreamStalled,

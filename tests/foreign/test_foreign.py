@@ -51,28 +51,6 @@ GAPS: dict[str, str] = {
     "every request. model_failing names vid_detect (from empty_answers.answering_empty) with "
     "vid_gateway as its relay, and says the empty answers may be an undeclared output, but "
     "cannot tell one from an error response: both leave the same log",
-    "kws_classifier_reload_fails": "no detector reads a failed load: the ModelStateChange "
-    "'failed to load 'kws_classifier' version 2: Internal: RuntimeError: kws_classifier: cannot "
-    "load checkpoint ...' (model_lifecycle.cc:642, 05:37:52.62, 1.7 s after 'loading: "
-    "kws_classifier:2') is parsed and only closes a reload in instances.py (its pb_stub.cc:366 "
-    "'Failed to initialize Python stub' line, once read as a dead stub of model 'unknown', is "
-    "now left to the failed load; the old copy of version 2 kept serving, 414 of 414 client "
-    "requests ok). The kind model_load_failed (a load or reload that failed, the previous "
-    "copy still serving or not) does not exist",
-    "kws_classifier_load_hangs": "no detector reads a load that never ends: 'loading: "
-    "kws_classifier:2' at 05:38:27.17 and 'Starting Python backend stub ... kws_classifier_0_0' "
-    "at 05:38:28.46 (the new instance's initialize sleeps 60 s), then no 'instance "
-    "initialization successful', 'successfully loaded' or 'failed to load' through the log's "
-    "end 21 s later, while the old copy keeps serving (411 releases, all client requests ok) "
-    "and the load RPC is never answered. cold_start.py reads only 'loaded' and instances.py "
-    "only uses 'loading' to scope a reload's batch ends. The kind model_load_stuck does not "
-    "exist",
-    "kws_classifier_unload_blocked": "hung_request on kws_gateway names the stuck "
-    "kws_classifier_0_0 call (25.0 s) but not the unload it blocks: the RepositoryModelUnload "
-    "RPC at 05:39:16.745 (answered ok in 3 ms; gRPC logs no model name) is followed by no "
-    "'Stopping backend thread', 'ModelInstanceFinalize' or 'successfully unloaded' line for "
-    "20 s (vid_track_unloaded: within 1 ms and 1.1 s). HungRequestDetector "
-    "(hung_request.py) does not read FrontendRequest RepositoryModelUnload events",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""

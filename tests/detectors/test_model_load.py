@@ -1,0 +1,109 @@
+"""model_load_failed and model_load_stuck on real Triton 2.51 recordings (tests/fixtures/foreign,
+recorded by ``python -m tests.foreign.record``; see each PROVENANCE.md and README Round 15),
+and on a user's published log (tests/fixtures/wild).
+
+``kws_classifier_reload_fails``: a reload of kws_classifier whose new checkpoint does not fit
+(its initialize raises); the copy loaded at start-up keeps serving. ``kws_classifier_load_hangs``:
+a reload whose initialize sleeps 60 s; the log ends 21 s later. ``kws_healthy`` ran the same
+pipeline and load with no reload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from observability import events as ev
+from observability.analyze import analyze_bundle
+from observability.detectors.model_load_failed import ModelLoadFailed
+from observability.detectors.model_load_stuck import ModelLoadStuck
+from observability.detectors.window import Window
+from observability.findings import Severity
+from tests.foreign.parsed import analysis, window
+
+WILD = Path(__file__).resolve().parents[1] / "fixtures" / "wild"
+
+
+def _states(w: Window, model: str, state: str) -> list[ev.ModelStateChange]:
+    return [r for r in w.logs(ev.ModelStateChange) if r.model == model and r.state == state]
+
+
+def test_a_failed_reload_is_found_and_says_the_old_copy_serves() -> None:
+    (found,) = [
+        f
+        for f in analysis("kws_classifier_reload_fails").findings
+        if f.kind.startswith("model_load")
+    ]
+    assert (found.kind, found.model, found.severity) == (
+        "model_load_failed",
+        "kws_classifier",
+        Severity.WARNING,
+    )
+    assert "cannot load checkpoint kws-v2.bin" in found.summary
+    assert "keeps serving" in found.summary and "after 1.7 s" in found.summary
+    assert any(
+        e.detail.startswith("failed to load 'kws_classifier' version 2: ") for e in found.evidence
+    )
+
+
+def test_before_the_failure_line_nothing_is_told() -> None:
+    w = window("kws_classifier_reload_fails")
+    (failed,) = [r for r in _states(w, "kws_classifier", "failed") if r.version is not None]
+    early = Window(w.since_ns, failed.header.at_ns - 1, events=w.events)
+    assert ModelLoadFailed().detect(early) == []
+    assert ModelLoadStuck().detect(early) == []
+
+
+def test_a_first_load_that_failed_leaves_the_model_unavailable() -> None:
+    """A user's log (clearml-serving#3): the model file is missing; nothing else loaded."""
+    found = [
+        f
+        for f in analyze_bundle(
+            WILD / "27-load-failed-missing-file-21xx-glog" / "triton.log"
+        ).findings
+        if f.kind == "model_load_failed"
+    ]
+    assert [(f.model, f.severity) for f in found] == [("cub200_resnet34", Severity.CRITICAL)]
+    assert "unable to find" in found[0].summary and "No copy" in found[0].summary
+
+
+def test_a_load_that_never_ends_is_found_past_ten_times_the_models_load() -> None:
+    w = window("kws_classifier_load_hangs")
+    (found,) = ModelLoadStuck().detect(w)
+    assert (found.model, found.severity) == ("kws_classifier", Severity.WARNING)
+    assert "against 1.7 s" in found.summary and "keeps serving" in found.summary
+    # The bar is ten times the start-up load (1.7 s): not yet at 12 s, found at 18 s.
+    (reload,) = _states(w, "kws_classifier", "loading")[1:]
+    at = reload.header.at_ns
+    assert ModelLoadStuck().detect(Window(w.since_ns, at + 12 * 10**9, events=w.events)) == []
+    assert ModelLoadStuck().detect(Window(w.since_ns, at + 18 * 10**9, events=w.events))
+
+
+def test_a_stuck_first_load_waits_the_unknown_bar_and_is_critical() -> None:
+    """The same recording with the start-up load's lines taken out: no baseline, no copy."""
+    w = window("kws_classifier_load_hangs")
+    first = _states(w, "kws_classifier", "loading")[0]
+    loaded = _states(w, "kws_classifier", "loaded")[0]
+    events = [e for e in w.events if e is not first and e is not loaded]
+    (reload,) = _states(w, "kws_classifier", "loading")[1:]
+    at = reload.header.at_ns
+    assert ModelLoadStuck().detect(Window(w.since_ns, w.until_ns, events=events)) == []
+    (found,) = ModelLoadStuck().detect(Window(w.since_ns, at + 121 * 10**9, events=events))
+    assert found.severity is Severity.CRITICAL and "No copy" in found.summary
+
+
+def test_a_load_cut_off_by_a_restart_is_ended_by_the_next_load() -> None:
+    """A server killed while loading, started again: the new process's load ends both."""
+    w = window("kws_healthy")
+    loading = _states(w, "kws_classifier", "loading")[0]
+    killed = replace(loading, header=replace(loading.header, at_ns=w.since_ns, offset=-1))
+    later = Window(w.since_ns, w.until_ns + 600 * 10**9, events=[killed, *w.events])
+    assert ModelLoadStuck().detect(later) == []
+
+
+def test_the_healthy_twin_has_no_load_finding() -> None:
+    w = window("kws_healthy")
+    assert ModelLoadFailed().detect(w) == []
+    assert (
+        ModelLoadStuck().detect(Window(w.since_ns, w.until_ns + 600 * 10**9, events=w.events)) == []
+    )
