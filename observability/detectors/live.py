@@ -13,7 +13,10 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
 * every record of a request id with more lifecycles begun (``prepared``, ``to PENDING``) than
   released, so a request hung for minutes keeps its whole story;
 * the last ``executing N requests`` line of an instance not released since, so a stuck
-  instance still reads as busy.
+  instance still reads as busy;
+* the ``loading`` line of a model load not ended since, so a load that never ends is still
+  seen (older completed loads go: ``cold_start`` must not pair a load with a batch long
+  after it whose predecessors were dropped).
 
 Older closed records are dropped. ``Watcher`` keeps each finding whose evidence aged out
 active until ``lookback_s`` after it was last seen, so the findings' lifetime stays that of a
@@ -37,6 +40,7 @@ __all__ = ["LiveStats", "LiveWindow"]
 log = logging.getLogger(__name__)
 
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
+_LOADS = ("ModelStateChange",)
 
 
 @dataclass
@@ -115,6 +119,12 @@ class LiveWindow:
             ids = open_ids[chunk : chunk + 500]
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, ids):
                 rows.append((_identity(source, rec), _at(rec, now_ns), rec))
+        loads = [
+            (_identity(source, rec), _at(rec, now_ns), rec)
+            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_LOADS)
+        ]
+        still = _open_loads({key: (at, rec) for key, at, rec in loads})
+        rows += [row for row in loads if row[0] in still]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
         others: list[Iterable[object]] = [
@@ -188,6 +198,7 @@ class LiveWindow:
             if rid and max(begun.get(rid, 0), pending.get(rid, 0)) > released.get(rid, 0)
         }
         busy_keys = {key for _, key in busy.values() if key is not None}
+        loading = _open_loads(kept)
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:
@@ -195,9 +206,25 @@ class LiveWindow:
             keep = at >= oldest and (
                 key in busy_keys
                 or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
+                or key in loading
             )
             if keep:
                 carried += 1
             else:
                 del kept[key]
         self.stats.records, self.stats.carried = len(kept), carried
+
+
+def _open_loads(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
+    """Keys of the ``loading`` lines whose model logged no load end (loaded, failed) after."""
+    last: dict[str, tuple[int, tuple[object, ...] | None]] = {}
+    for key, (at, event) in kept.items():
+        if not isinstance(event, ev.ModelStateChange) or event.state not in _LOAD_STATES:
+            continue
+        known = last.get(event.model)
+        if known is None or at >= known[0]:
+            last[event.model] = (at, key if event.state == "loading" else None)
+    return {key for _, key in last.values() if key is not None}
+
+
+_LOAD_STATES = frozenset({"loading", "loaded", "failed"})

@@ -527,11 +527,17 @@ class Store:
         yield from self._scrapes_of("metrics", since_ns)  # type: ignore[misc]
 
     def log_rows(
-        self, since_ns: int, until_ns: int | None = None, request_ids: Iterable[str] = ()
+        self,
+        since_ns: int,
+        until_ns: int | None = None,
+        request_ids: Iterable[str] = (),
+        kinds: Iterable[str] | None = None,
     ) -> Iterator[tuple[str, object]]:
-        """``(source, record)`` from ``since_ns`` on, or of the given request ids only."""
+        """``(source, record)`` from ``since_ns`` on, or of the given request ids (or
+        record kinds) only."""
         ids = frozenset(request_ids)
-        for source, _, record in self._logs(since_ns, until_ns):
+        wanted = None if kinds is None else frozenset(kinds)
+        for source, _, record in self._logs(since_ns, until_ns, wanted):
             if not ids or getattr(record, "request_id", None) in ids:
                 yield source, record
 

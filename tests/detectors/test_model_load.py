@@ -15,6 +15,7 @@ from pathlib import Path
 
 from observability import events as ev
 from observability.analyze import analyze_bundle
+from observability.detectors.live import LiveWindow
 from observability.detectors.model_load_failed import ModelLoadFailed
 from observability.detectors.model_load_stuck import ModelLoadStuck
 from observability.detectors.window import Window
@@ -107,3 +108,19 @@ def test_the_healthy_twin_has_no_load_finding() -> None:
     assert (
         ModelLoadStuck().detect(Window(w.since_ns, w.until_ns + 600 * 10**9, events=w.events)) == []
     )
+
+
+def test_watch_keeps_an_open_load_past_its_evidence_window() -> None:
+    """``watch`` detects over a live window of ``evidence_s`` (here 5 s) plus what is still
+    open: a load that never ended stays in it, a completed one does not."""
+    w = window("kws_classifier_load_hangs")
+    live = LiveWindow(evidence_s=5, lookback_s=600)
+    logs = [e for e in w.events if getattr(e, "header", None) is not None]
+    for i in range(0, len(logs), 500):
+        live.add("triton.log", logs[i : i + 500])
+    now = w.until_ns + 120 * 10**9  # the start-up load it took 1.7 s has gone: 120 s
+    seen = live.window(now)
+    loads = [(r.model, r.state) for r in seen.logs(ev.ModelStateChange)]
+    assert loads == [("kws_classifier", "loading")]
+    (found,) = ModelLoadStuck().detect(seen)
+    assert found.model == "kws_classifier" and "against" not in found.summary
