@@ -91,6 +91,9 @@ class FanOut:
     offset: int
     instance: str = ""
     """The parent's instance, for a parent without a request id (``parent_id`` empty)."""
+    by_order: bool = False
+    """Waves read from the log's order, not its times (whole-second times): the waits are
+    not measured."""
 
 
 def _lifecycles(window: Window) -> tuple[dict[str, _Life], dict[str, str]]:
@@ -141,12 +144,8 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
         created = sorted(k.created_ns for k in kids)
         latencies = [k.released_ns - k.created_ns for k in kids if k.released_ns is not None]
         gap = max(1_000_000, int(wave_gap * median(latencies))) if latencies else 1_000_000
-        sizes = [1]
-        for prev, cur in pairwise(created):
-            if cur - prev > gap:
-                sizes.append(1)
-            else:
-                sizes[-1] += 1
+        released = [k.released_ns for k in kids if k.released_ns is not None]
+        sizes = _waves(created, released, gap, window.whole_seconds)
         edges = sorted(  # at equal times a departure counts before an arrival
             [(k.created_ns, 1) for k in kids]
             + [(k.released_ns, -1) for k in kids if k.released_ns is not None]
@@ -155,6 +154,9 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
         for _at, step in edges:
             inflight += step
             peak = max(peak, inflight)
+        plateau = _plateau(sizes, peak, window.whole_seconds)
+        if plateau is None:
+            continue
         out.append(
             FanOut(
                 parent_id=parent_id,
@@ -164,16 +166,55 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
                 ),
                 children=len(kids),
                 started_ns=parent.executing_ns,
-                plateau=int(median(sizes)),
+                plateau=plateau,
                 waves=len(sizes),
                 peak=peak,
                 first_wait_s=max(0.0, (created[0] - parent.executing_ns) / 1e9),
                 last_wait_s=max(0.0, (created[-1] - parent.executing_ns) / 1e9),
                 last_child_ns=created[-1],
                 offset=parent.offset,
+                by_order=window.whole_seconds,
             )
         )
     return out
+
+
+def _waves(created: list[int], ended: list[int], gap: int, by_order: bool) -> list[int]:
+    """Children per wave. By time: a gap over ``gap`` between two children reaching Triton
+    starts a wave. By order, for a log whose times are whole seconds (``--log-format
+    ISO8601``: the lines of one second are told apart only by their order): a child that
+    reaches Triton after another child was released starts one, since a capped pool frees a
+    thread only when a call returns, while calls issued at once all arrive first."""
+    sizes = [1]
+    if by_order:
+        edges = sorted([(t, 1) for t in created[1:]] + [(t, 0) for t in ended])
+        returned = False
+        for _at, arrival in edges:
+            if not arrival:
+                returned = True
+            elif returned:
+                sizes.append(1)
+                returned = False
+            else:
+                sizes[-1] += 1
+        return sizes
+    for prev, cur in pairwise(created):
+        if cur - prev > gap:
+            sizes.append(1)
+        else:
+            sizes[-1] += 1
+    return sizes
+
+
+def _plateau(sizes: list[int], peak: int, by_order: bool) -> int | None:
+    """The pool's size: the median wave. By order a freed thread takes the next call at
+    once, so waves after a full one are a call or two: the size is the most in flight, and
+    only when one wave of that many arrived back to back (calls issued faster than they
+    return, so the pauses are the pool's; at least 3, as a slow loop's calls pair up by
+    chance). ``None``: no pool to tell."""
+    if not by_order:
+        return int(median(sizes))
+    return peak if peak >= 3 and max(sizes) >= peak else None
 
 
 class _Spans:
@@ -236,19 +277,19 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
         ]
         latencies = [end - start for start, end in ended]
         gap = max(1_000_000, int(wave_gap * median(latencies))) if latencies else 1_000_000
-        sizes = [1]
-        for prev, cur in pairwise(created):
-            if cur - prev > gap:
-                sizes.append(1)
-            else:
-                sizes[-1] += 1
-        if not latencies or created[-1] - created[0] > 3 * len(sizes) * median(latencies):
+        by_order = window.whole_seconds
+        sizes = _waves(created, [end for _, end in ended], gap, by_order)
+        spread = created[-1] - created[0]
+        if not latencies or (not by_order and spread > 3 * len(sizes) * median(latencies)):
             continue  # waves a child latency apart, or sparse calls a long batch collected
         edges = sorted([(t, 1) for t in created] + [(end, -1) for _, end in ended])
         inflight = peak = 0
         for _at, step in edges:
             inflight += step
             peak = max(peak, inflight)
+        plateau = _plateau(sizes, peak, by_order)
+        if plateau is None:
+            continue
         out.append(
             FanOut(
                 parent_id="",
@@ -256,7 +297,7 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
                 child_models=tuple(Counter(r.model for r in children).most_common()),
                 children=len(children),
                 started_ns=parent.start_ns,
-                plateau=int(median(sizes)),
+                plateau=plateau,
                 waves=len(sizes),
                 peak=peak,
                 first_wait_s=max(0.0, (created[0] - parent.start_ns) / 1e9),
@@ -264,6 +305,7 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
                 last_child_ns=created[-1],
                 offset=parent.offset,
                 instance=parent.instance,
+                by_order=by_order,
             )
         )
     return out
@@ -295,7 +337,7 @@ class ThreadPoolExhaustion:
                 and f.peak >= f.plateau  # the waves' children really overlapped
                 and f.children >= 2 * f.plateau
                 and f.waves >= self.min_waves
-                and f.last_wait_s >= self.min_wait_s
+                and (f.last_wait_s >= self.min_wait_s or f.by_order)
             ):
                 worst[f.parent_model].append(f)
         metric = self._from_metrics(window)
@@ -346,10 +388,17 @@ class ThreadPoolExhaustion:
         children = ", ".join(f"'{m}' x{n}" for m, n in w.child_models)
         main_child = w.child_models[0][0]
         who = f"Request {w.parent_id}" if w.parent_id else f"A request (no id) on {w.instance}"
+        waited = (
+            f"the last calls waited for {w.waves - 1} earlier waves to return (the log's times "
+            "are whole seconds, --log-format ISO8601: the waves are read from its order and "
+            "the wait is not measured)"
+            if w.by_order
+            else f"the last call waited {w.last_wait_s:.2f} s for a thread"
+        )
         summary = (
             f"{who} of '{model}' issued {w.children} BLS calls (mostly to "
             f"'{main_child}') but only about {w.plateau} ran at once — the limit of {pool}; "
-            f"the last call waited {w.last_wait_s:.2f} s for a thread."
+            f"{waited}."
         )
         evidence = [
             Evidence(

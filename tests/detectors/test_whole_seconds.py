@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from observability.detectors.thread_pool_exhaustion import _plateau
 from tests.foreign.parsed import FIXTURES, analysis, window
 
 ISO = sorted(
@@ -41,3 +42,31 @@ def test_an_iso8601_log_is_whole_seconds_and_no_summary_quotes_what_it_cannot_me
 @pytest.mark.parametrize("name", GLOG)
 def test_a_glog_log_is_not_whole_seconds(name: str) -> None:
     assert not window(name).whole_seconds
+
+
+def test_a_thread_pool_is_read_from_the_order_of_whole_second_lines() -> None:
+    """rec_thread_pool_exhaustion_iso: the fan-out's children are logged in one second; a
+    capped pool shows as children arriving only after others were released (waves of 6),
+    where the glog original showed 0.91 s of waiting."""
+    (found,) = [
+        f
+        for f in analysis("rec_thread_pool_exhaustion_iso").findings
+        if f.kind == "thread_pool_exhaustion"
+    ]
+    assert found.model == "rec_orchestrator"
+    assert "only about 6 ran at once" in found.summary
+    assert "whole seconds" in found.summary and " 0.00 s" not in found.summary
+
+
+@pytest.mark.parametrize(
+    ("sizes", "peak", "plateau"),
+    [
+        ([1, 6, 6, 2, 1, 6, 4, 2, 1], 6, 6),  # the recording's waves: a pool of 6
+        ([1, 2, 1, 1, 2, 1, 2], 2, None),  # a slow loop's calls pairing up by chance
+        ([2, 3, 2, 3, 2], 5, None),  # never that many back to back: not a pool's waves
+    ],
+)
+def test_by_order_the_pool_is_the_most_in_flight_seen_arriving_at_once(
+    sizes: list[int], peak: int, plateau: int | None
+) -> None:
+    assert _plateau(sizes, peak, by_order=True) == plateau

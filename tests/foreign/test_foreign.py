@@ -39,11 +39,6 @@ GAPS: dict[str, str] = {
     "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
     "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
     "times: no shape_growth (st_state_growth_one_version is found)",
-    "rec_thread_pool_exhaustion_iso": "ISO8601 whole seconds: the 48 async_exec children of "
-    "the fan-out are logged in one second (02:55:27Z: 56 rec_scorer admissions, 32 in a healthy "
-    "second), 1 us apart in file order, so idless_fan_outs sees one wave (no gap over 1 ms) "
-    "and a last wait of microseconds (< min_waves 3, < min_wait_s 0.1 s): no "
-    "thread_pool_exhaustion (the glog original: 37 calls, about 6 at once, last waited 0.91 s)",
     "vid_detect_wrong_output_name": _NO_CONTRACT + "after vid_detect's reload its 240 "
     "responses write no 'add response output' line at all (147 'output: BOXES' before; the "
     "undeclared BOX, not requested by the BLS call, is dropped without a word), and "
