@@ -103,11 +103,16 @@ class ShapeGrowthDetector:
                 seen = _seen(window, reqs)
             return seen
 
+        versions = instances_of(window).versions
         out = []
         for (model, instance, name), points in series.items():
             found = self._growth(points, reqs)
             if found is None:
-                found = self._carried_without_ids(points, requests)
+                chains = len(versions.get(model, ())) or 1
+                for chain in _chains(points, chains) if chains > 1 else [points]:
+                    found = self._carried_without_ids(chain, requests)
+                    if found is not None:
+                        break
             if found is not None:
                 mode, run = found
                 out.append(self._finding(window, reqs, model, instance, name, mode, run))
@@ -281,6 +286,28 @@ def _batches(points: Iterable[_Point]) -> list[list[_Point]]:
         key = p[0].released_offset
         out.setdefault(key if key is not None else -len(out) - 1, []).append(p)
     return list(out.values())
+
+
+def _chains(points: list[_Point], k: int) -> list[list[_Point]]:
+    """The id-less batches of one instance name split into at most ``k`` non-decreasing
+    chains. Two versions served at once both run instances named ``m_0_0`` and the python
+    backend's lines carry no version, so each version's state is one chain and the log
+    interleaves them out of step (tests/fixtures/foreign st_state_growth: TRAIL rows ``12 13
+    14 15 16 13 16 16 17``): each batch joins the chain it continues most closely (the one
+    whose last size is the highest not above its own), or, when none can, the chain that
+    ended lowest, as a reset of it."""
+    chains: list[list[list[_Point]]] = []
+    for batch in _batches(p for p in points if not p[0].request_id):
+        low = min(p[2] for p in batch)
+        tops = [max(p[2] for p in c[-1]) for c in chains]
+        fits = [i for i, top in enumerate(tops) if top <= low]
+        if fits:
+            chains[max(fits, key=lambda i: tops[i])].append(batch)
+        elif len(chains) < k:
+            chains.append([batch])
+        else:
+            chains[min(range(len(chains)), key=lambda i: tops[i])].append(batch)
+    return [[p for batch in chain for p in batch] for chain in chains]
 
 
 def _seen(window: Window, reqs: Requests) -> list[_Seen]:

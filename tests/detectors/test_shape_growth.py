@@ -9,6 +9,7 @@ from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.findings import Severity
+from tests.foreign.parsed import analysis
 
 S = 1_000_000_000
 
@@ -219,3 +220,15 @@ def test_id_less_sizes_that_follow_the_input_length_are_noise() -> None:
     for _ in range(2_000):
         log.step([rng.randint(1, 512)])
     assert ShapeGrowthDetector().detect(log.window()) == []
+
+
+def test_two_versions_on_one_instance_name_are_split_into_their_trails() -> None:
+    """st_state_growth (tests/fixtures/foreign, Triton 2.51): both served versions of
+    sess_tracker leak a trail on instances named alike, out of step in the log."""
+    found = [f for f in analysis("st_state_growth").findings if f.kind == "shape_growth"]
+    assert {(f.model, f.instance) for f in found} == {
+        ("sess_tracker", "sess_tracker_0_0"),
+        ("sess_tracker", "sess_tracker_0_1"),
+    }
+    assert all("never reset" in f.summary for f in found)
+    assert [f for f in analysis("st_healthy").findings if f.kind == "shape_growth"] == []

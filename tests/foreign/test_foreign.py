@@ -24,21 +24,12 @@ from tests.foreign.parsed import analysis
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
 
-_SHARED_NAMES = (
-    "both versions of sess_tracker (version_policy all) run instances named "
-    "sess_tracker_0_0 and sess_tracker_0_1, and the python backend's 'executing N requests' / "
-    "'released N requests' lines carry no version, so instance lifecycles keyed by name "
-    "interleave the two versions' batches: "
-)
 _NO_CONTRACT = (
     "output_contract reads a declared output answered in another type; an output answered "
     "under a name the config does not declare leaves no line at all (Triton drops it), so "
     "the log cannot tell it from an error response; "
 )
 GAPS: dict[str, str] = {
-    "st_state_growth": _SHARED_NAMES + "each version's instance leaks its own TRAIL, and the "
-    "two runs interleave on one name out of step (..., 16, 13, ...), so no run rises 32 "
-    "times: no shape_growth (st_state_growth_one_version is found)",
     "vid_detect_wrong_output_name": _NO_CONTRACT + "after vid_detect's reload its 240 "
     "responses write no 'add response output' line at all (147 'output: BOXES' before; the "
     "undeclared BOX, not requested by the BLS call, is dropped without a word), and "
