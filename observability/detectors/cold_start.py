@@ -20,13 +20,26 @@ then executes means nothing ran since its load, so its next execution is the fir
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from observability import events as ev
+from observability.detectors.backend_failures import per_scrape
 from observability.detectors.instances import Instances, instances_of
+from observability.detectors.loads import clock
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["ColdStart", "Execution", "executions"]
+
+EXECS = "nv_inference_exec_count"
+INFER_US = "nv_inference_compute_infer_duration_us"
+ADVICE = (
+    "Warm '{model}' up before it serves: add a model_warmup entry to its config.pbtxt (Triton "
+    "runs it during the load, so the model is READY only when warm), or do the lazy work in "
+    "initialize() — for a python backend model load the weights, compile and run one dummy "
+    "batch there, not on the first execute. Until then, expect the first callers after every "
+    "load or reload (and their BLS parents) to wait or time out."
+)
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,8 @@ class ColdStart:
             finding = self._check(load, after, served == 1, window.whole_seconds, before)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
+            elif not runs.get(load.model):
+                finding = self._from_metrics(window, load)
             known = worst.get(load.model)
             if finding is not None and (known is None or _secs(finding) > _secs(known)):
                 worst[load.model] = finding
@@ -189,14 +204,7 @@ class ColdStart:
                 f"{first.instance}, took "
                 f"{first.seconds:.2f} s, {against}{also}."
             ),
-            advice=(
-                f"Warm '{model}' up before it serves: add a model_warmup entry to its "
-                f"config.pbtxt (Triton runs it during the load, so the model is READY only "
-                f"when warm), or do the lazy work in initialize() — for a python backend "
-                f"model load the weights, compile and run one dummy batch there, not on the "
-                f"first execute. Until then, expect the first callers after every load or "
-                f"reload (and their BLS parents) to wait or time out."
-            ),
+            advice=ADVICE.format(model=model),
             first_seen_ns=first.start_ns,
             last_seen_ns=first.end_ns,
             evidence=(
@@ -227,6 +235,79 @@ class ColdStart:
                         f"first execution on {e.instance}: {e.seconds:.3f} s",
                     )
                     for e in others[:3]
+                ),
+            ),
+        )
+
+    def _from_metrics(self, window: Window, load: Load) -> Finding | None:
+        """Without the verbose log (no execution lines): the first scrape interval after the
+        load in which the model's ``nv_inference_exec_count`` rose, against the intervals
+        after it. Each execution's compute time lands in
+        ``nv_inference_compute_infer_duration_us`` when it ends, so a 4 s first execution
+        shows as one interval averaging seconds among intervals of milliseconds
+        (rag_cold_start: 4,052 ms over 2, then 4 ms)."""
+        count = per_scrape(window, EXECS, load.model)
+        spent = per_scrape(window, INFER_US, load.model)
+        times = sorted(t for t in count if t in spent and t > load.at_ns)
+        before = [t for t in count if t in spent and t <= load.at_ns]
+        if before:
+            times.insert(0, max(before))
+        rises: list[tuple[int, float, float]] = []
+        for a, b in pairwise(times):
+            execs, us = count[b] - count[a], spent[b] - spent[a]
+            if execs > 0 and us >= 0:  # a counter that fell was reset: a restart, not a rise
+                rises.append((b, execs, us))
+        if len(rises) <= self.min_steady:
+            return None
+        # A reload's replaced copy serves on until it is unloaded: its executions end in the
+        # intervals before, and the loaded copy's first one in any of them or the next.
+        gone = [
+            r.header.at_ns
+            for r in window.logs(ev.ModelStateChange)
+            if r.model == load.model and r.state == "unloaded" and r.header.at_ns > load.at_ns
+        ]
+        head = 1 + sum(1 for t, _, _ in rises[:-1] if gone and t < gone[0])
+        pick = max(range(min(head, len(rises))), key=lambda i: rises[i][2] / rises[i][1])
+        if len(rises) - pick - 1 < self.min_steady:
+            return None
+        (at, execs, us), rest = rises[pick], rises[pick + 1 : pick + 1 + self.steady_executions]
+        means = sorted(r_us / r_execs / 1e6 for _, r_execs, r_us in rest)
+        steady = means[(len(means) - 1) // 4]
+        mean = us / execs / 1e6  # one of them took at least this long
+        if mean <= self.ratio * steady or mean <= self.min_s:
+            return None
+        model = load.model
+        version = f" (version {load.version})" if load.version is not None else ""
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL if mean >= self.critical_s else Severity.WARNING,
+            model=model,
+            summary=(
+                f"The first executions of '{model}'{version} after it was (re)loaded took "
+                f"{mean:.2f} s on average ({execs:g} ending in the scrape interval to "
+                f"{clock(at)}), "
+                f"{mean / max(steady, 1e-6):.0f}x its steady {steady * 1000:.1f} ms per "
+                "execution (from /metrics: without the verbose log the instance and the "
+                "request that paid are not named): the model does its set-up on the first "
+                "requests."
+            ),
+            advice=ADVICE.format(model=model),
+            first_seen_ns=load.at_ns,
+            last_seen_ns=at,
+            evidence=(
+                Evidence(load.source, load.at_ns, load.ref, load.detail),
+                Evidence(
+                    "metrics",
+                    at,
+                    f'{INFER_US}{{model="{model}"}}',
+                    f"rose {us / 1e6:.3f} s while {EXECS} rose {execs:g}",
+                ),
+                Evidence(
+                    "metrics",
+                    rest[-1][0],
+                    f'{INFER_US}{{model="{model}"}}',
+                    f"lower quartile of the next {len(rest)} intervals: {steady * 1000:.1f} ms "
+                    "per execution",
                 ),
             ),
         )

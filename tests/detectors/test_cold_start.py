@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.cold_start import ColdStart
 from observability.findings import Severity
+from tests.detectors.test_signals import VERBOSE_ONLY
+from tests.foreign.parsed import window
 
 
 def test_first_execution_after_reload_is_a_cold_start(faulty: Window) -> None:
@@ -56,3 +60,46 @@ def test_the_replaced_copys_last_batch_does_not_hide_the_cold_one(faulty: Window
     (found,) = ColdStart().detect(window)
     assert (found.model, found.instance) == ("classifier", "classifier_0_0")
     assert "took 4." in found.summary or "took 3." in found.summary, found.summary
+
+
+def _without_verbose_log(name: str) -> Window:
+    """A foreign recording (Triton 2.51) as a server without --log-verbose leaves it: the
+    same /metrics and stats, the log without its verbose-only lines (tests/detectors/
+    test_signals.VERBOSE_ONLY)."""
+    w = window(name)
+    events = [e for e in w.events if not isinstance(e, VERBOSE_ONLY)]
+    return Window(w.since_ns, w.until_ns, events=events, clock_offset_ns=w.clock_offset_ns)
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [
+        ("rag_cold_start", "rag_embed"),
+        ("fr_parse_cold_start", "fr_parse"),
+        ("rec_cold_start_midrun", "rec_scorer"),
+    ],
+)
+def test_without_the_verbose_log_the_first_executions_show_in_metrics(
+    name: str, model: str
+) -> None:
+    (found,) = ColdStart().detect(_without_verbose_log(name))
+    assert found.model == model and found.instance is None
+    assert "from /metrics" in found.summary and found.evidence[1].source == "metrics"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rag_healthy",
+        "asr_healthy_growing",
+        "asr_encoder_hang_bounded",
+        "ch_leaf_hang",
+        "emb_server_restart",
+        "llm_healthy",
+        "kws_healthy",
+    ],
+)
+def test_without_the_verbose_log_slow_start_up_batches_are_no_cold_start(name: str) -> None:
+    """Start-up executions of a few hundred ms (asr_router 0.28 s over 4, 15x its steady)
+    are not a set-up paid by a caller."""
+    assert ColdStart().detect(_without_verbose_log(name)) == []
