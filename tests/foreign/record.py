@@ -5,7 +5,8 @@
 Each scenario starts Triton (the lab of ``observability.lab``) on one of this folder's model
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
-``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``:
+``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
+``repos/sum``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -93,7 +94,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid`` or ``kws``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws`` or ``sum``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2161,6 +2162,158 @@ _KWS = (
     ),
 )
 
+_SUM_PIPELINE = (
+    "the streaming summarizer (sum_router, python BLS, decoupled, async def execute, 1 "
+    "instance, no batching, awaits sum_chunker, python, dynamic batching up to 8, 3 ms, 2 "
+    "instances, through async_exec() and a done-callback, then per chunk (at most 4) reads the "
+    "decoupled sum_lm, python, 1 instance, with exec(decoupled=True) in a worker thread and "
+    "calls sum_detok, python, 1 instance, no batching, sending one PIECE per chunk; children "
+    "without ids and without trace=request.trace(): see sum_router/1/model.py) under three "
+    "id-less gRPC streaming clients; "
+    "model control explicit"
+)
+_SUM_LM_STALL = Injection(
+    5,
+    1,
+    {"lm_stall_chunk": 1, "lm_stall_s": 300},
+    60,
+    "sum_lm's generator stops after 1 token of the second chunk (no final flag)",
+)
+_SUM_CALLBACK = Injection(
+    5,
+    1,
+    {"layout": "ragged"},
+    60,
+    "sum_router's done-callback on sum_chunker raises AttributeError (CHUNK_LENS missing)",
+)
+_SUM_STALL_NOTE = (
+    "The client's stream on sum_router stops after its first PIECE and never ends: "
+    "`stream_stalled` on sum_router (warning or above), naming the decoupled child whose "
+    "stream stopped, sum_lm (`mentions` in expected.json), as tts_vocoder_hang names "
+    "tts_vocoder. sum_lm's single instance is not held (its execute returned): everything "
+    "else is served."
+)
+_SUM_CALLBACK_NOTE = (
+    "The exception is raised in a done-callback in sum_router/1/streaming.py (a module next "
+    "to the model's model.py); asyncio prints it, the router swallows nothing else, and the "
+    "client's stream never ends: `callback_error` on sum_router (warning or above)."
+)
+
+_SUM = (
+    Scenario(
+        "sum_healthy",
+        "sum",
+        f"{_SUM_PIPELINE}, verbose log: the twin of every sum_* fault",
+        (),
+        clients=3,
+        model_control="explicit",
+    ),
+    Scenario(
+        "sum_lm_hang",
+        "sum",
+        f"{_SUM_PIPELINE}; 5 s in, one stream whose second chunk's sum_lm generator yields "
+        "one token and then waits 300 s for a decode slot nobody frees, never sending the "
+        "final flag: the router's reader thread blocks in its loop over the stream; verbose "
+        "log",
+        (("stream_stalled", "sum_router"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_SUM_LM_STALL,),
+        note=_SUM_STALL_NOTE,
+    ),
+    Scenario(
+        "sum_lm_hang_iso",
+        "sum",
+        f"`--log-format ISO8601` (second resolution): {_SUM_PIPELINE}; 5 s in, one stream "
+        "whose second chunk's sum_lm generator yields one token and then waits 300 s for a "
+        "decode slot nobody frees, never sending the final flag; verbose log",
+        (("stream_stalled", "sum_router"),),
+        clients=3,
+        model_control="explicit",
+        log_format="ISO8601",
+        injections=(_SUM_LM_STALL,),
+        note=_SUM_STALL_NOTE,
+    ),
+    Scenario(
+        "sum_router_callback_raises",
+        "sum",
+        f"{_SUM_PIPELINE}; 5 s in, one stream with layout=ragged: sum_router's done-callback "
+        "on the sum_chunker call reads CHUNK_LENS, which sum_chunker does not return, and "
+        "raises AttributeError; the future is never resolved and the stream never ends; "
+        "verbose log",
+        (("callback_error", "sum_router"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_SUM_CALLBACK,),
+        note=_SUM_CALLBACK_NOTE,
+    ),
+    Scenario(
+        "sum_router_callback_raises_quiet",
+        "sum",
+        f"without --log-verbose and trace files: {_SUM_PIPELINE}; 5 s in, one stream with "
+        "layout=ragged: sum_router's done-callback on the sum_chunker call raises "
+        "AttributeError; the future is never resolved and the stream never ends",
+        (("callback_error", "sum_router"),),
+        clients=3,
+        model_control="explicit",
+        log_verbose=0,
+        trace=False,
+        injections=(_SUM_CALLBACK,),
+        note=_SUM_CALLBACK_NOTE
+        + " Without the verbose log the asyncio traceback (printed whatever the verbosity) "
+        "is still in the log, and its frames name sum_router/1/streaming.py.",
+    ),
+    Scenario(
+        "sum_chunker_grows",
+        "sum",
+        f"{_SUM_PIPELINE}; SUM_CHUNKER_REUSE_BUG=1: each sum_chunker instance appends every "
+        "call's chunks to its instance-level list instead of clearing it, so CHUNKS [1, k, 40] "
+        "grows by 1 to 4 chunks on every call and never resets (sum_router still summarizes "
+        "only the first 4: the summaries go stale, the latency does not grow); verbose log",
+        (("shape_growth", "sum_chunker"),),
+        clients=3,
+        model_control="explicit",
+        env={"SUM_CHUNKER_REUSE_BUG": "1"},
+    ),
+    Scenario(
+        "sum_router_child_trace_crash",
+        "sum",
+        f"{_SUM_PIPELINE}; SUM_CHILD_TRACE=1: sum_router builds its BLS children with "
+        "trace=request.trace(), but decoupled async execute runs in the background and Triton "
+        "has already released the parent request (and its trace) when the children are sent: "
+        "tritonserver dies of SIGSEGV in TRITONSERVER_ServerInferAsync within the first "
+        "requests; verbose log, trace files on",
+        (("target_down", ""),),
+        clients=3,
+        model_control="explicit",
+        env={"SUM_CHILD_TRACE": "1"},
+        note="The server is gone for the rest of the window: `target_down` (critical), "
+        "naming the segmentation fault. The streams open at the crash are not stalled streams "
+        "of a live server.",
+    ),
+    Scenario(
+        "sum_lm_cold_start",
+        "sum",
+        f"{_SUM_PIPELINE}; 8 s in, sum_lm is loaded again through the repository API with a "
+        "new config parameter lazy_weights_s=4: the new instance's first execute sleeps 4 s "
+        "(weights mapped in lazily) while the streams wait on it; verbose log",
+        (("cold_start", "sum_lm"),),
+        clients=3,
+        model_control="explicit",
+        injections=(
+            Injection(
+                8,
+                1,
+                {"lazy_weights_s": 4},
+                60,
+                "reload sum_lm with lazy_weights_s=4 (repository API)",
+                "reload",
+                "sum_lm",
+            ),
+        ),
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2292,6 +2445,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_VID,
         *_EMB,
         *_KWS,
+        *_SUM,
     )
 }
 
@@ -2381,6 +2535,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
         return {"TEXT": np.array([[text.encode()]], dtype=np.object_)}
+    if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
+        return {"DOC_IDS": rng.integers(1, 30000, size=int(rng.integers(50, 161))).astype(np.int32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
     return {
         "PROMPT": np.array([words.encode()], dtype=np.object_),
@@ -2436,6 +2592,8 @@ def _send(
         return client.infer("kws_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
+        return client.stream("sum_router", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
@@ -2455,6 +2613,7 @@ _PAUSE_S = {
     "emb": 0.2,
     "vid": 0.2,
     "kws": 0.2,
+    "sum": 0.3,
 }
 
 
@@ -2851,6 +3010,8 @@ _LOAD_TEXT = {
     "vid": "`vid_gateway` infer, a random FRAME [48] (FP32 in [0, 1))",
     "emb": "`emb_ensemble` infer, a random TEXT [1, 1] (one string of 4 to 20 words)",
     "kws": "`kws_gateway` infer, a random AUDIO [1600] (FP32, 100 ms at 16 kHz)",
+    "sum": "`sum_router` gRPC stream (`enable_empty_final_response`, read to the final flag), "
+    "a random DOC_IDS [n] INT32, n = 50 to 160 token ids",
 }
 
 
