@@ -13,7 +13,9 @@ _VOWELS = ["a", "e", "i", "o", "u"]
 
 def _word(i):
     i = int(i)
-    return _ONSETS[i % 14] + _VOWELS[(i // 14) % 5] + _ONSETS[(i // 70) % 14] + _VOWELS[(i // 980) % 5]
+    return (
+        _ONSETS[i % 14] + _VOWELS[(i // 14) % 5] + _ONSETS[(i // 70) % 14] + _VOWELS[(i // 980) % 5]
+    )
 
 
 class TritonPythonModel:

@@ -31,7 +31,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import streaming  # noqa: E402
+import streaming
 
 _WIDTH = 256
 _MAX_CHUNKS = 4

@@ -26,7 +26,7 @@ def chunks_future(loop, chunker_task, layout):
         chunks = pb_utils.get_output_tensor_by_name(response, "CHUNKS").as_numpy()[0]
         if layout == "ragged":
             lens = pb_utils.get_output_tensor_by_name(response, "CHUNK_LENS").as_numpy()[0]
-            chunks = [c[: int(n)] for c, n in zip(chunks, lens)]
+            chunks = [c[: int(n)] for c, n in zip(chunks, lens, strict=False)]
         result.set_result(chunks)
 
     chunker_task.add_done_callback(_on_chunks)
