@@ -6,7 +6,7 @@ Each scenario starts Triton (the lab of ``observability.lab``) on one of this fo
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
-``repos/sum``:
+``repos/sum``, ``repos/geo``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -94,7 +94,7 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws`` or ``sum``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum`` or ``geo``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2314,6 +2314,130 @@ _SUM = (
     ),
 )
 
+
+_GEO_PIPELINE = (
+    "the map-tile pipeline (geo_pipeline, an ensemble batched up to 4: geo_decode, python, "
+    "dynamic batching up to 4, 4 ms, 1 instance -> the ensemble tensor tile_grid fans out to "
+    "geo_enrich, python BLS, async def execute, 2 instances, which sends one async_exec() call "
+    "per cell (4) to geo_lookup, python, 1 instance, max_batch_size 0, and awaits them with "
+    "asyncio.gather, and to geo_render, python, 2 instances, about 300 ms) under two id-less "
+    "gRPC clients at constant concurrency (each sends again as soon as it is answered)"
+)
+_GEO_HANG = Injection(
+    5,
+    1,
+    {"geo_fault": "lookup_hang", "hang_s": 300},
+    60,
+    "the first geo_lookup call of this request sleeps 300 s",
+)
+_GEO_HANG_TEXT = (
+    "one request whose first geo_lookup call never returns (a key-value store connection that "
+    "never answers): geo_lookup's only instance is held, its geo_enrich instance awaits the "
+    "gathered calls forever, the other geo_enrich instance's calls queue behind it at "
+    "geo_lookup, and every later tile waits"
+)
+_GEO_NOTE = (
+    "One hang, one alert: `hung_request` is expected on geo_enrich, the BLS parent whose "
+    "instance waits (the model the ensemble step is stuck in), and it must name geo_lookup, "
+    "the call that never returns (`mentions` in expected.json), as in ocr_backbone_hang and "
+    "ch_leaf_hang. `bls_call_hung` needs the in-model library, which these models do not use."
+)
+_GEO_MISWIRED_NOTE = (
+    "The miswired config is the shipped one with one edit: to give each consumer of GRID its "
+    "own ensemble tensor, geo_decode's output_map names GRID twice ('grid_for_enrich', "
+    "'grid_for_render'). output_map is a protobuf map: the second entry replaces the first, so "
+    "'grid_for_enrich' is never written and geo_enrich's input is not connected. The correct "
+    "fan-out (both consumers reading 'tile_grid') is what every other geo_* scenario serves."
+)
+_GEO = (
+    Scenario(
+        "geo_healthy",
+        "geo",
+        f"{_GEO_PIPELINE}, verbose log: the twin of every geo_* fault",
+        (),
+    ),
+    Scenario(
+        "geo_lookup_hang",
+        "geo",
+        f"{_GEO_PIPELINE}; {_GEO_HANG_TEXT}; verbose log",
+        (("hung_request", "geo_enrich"),),
+        injections=(_GEO_HANG,),
+        note=_GEO_NOTE,
+    ),
+    Scenario(
+        "geo_lookup_hang_quiet",
+        "geo",
+        f"{_GEO_PIPELINE}; without --log-verbose and without trace files: {_GEO_HANG_TEXT}",
+        (("model_stalled", "geo_lookup"),),
+        log_verbose=0,
+        trace=False,
+        injections=(_GEO_HANG,),
+    ),
+    Scenario(
+        "geo_fanout_miswired",
+        "geo",
+        f"{_GEO_PIPELINE}; model control explicit: 5 s in, an edited geo_pipeline config whose "
+        "geo_decode step maps its GRID output to two ensemble tensors (one per consumer) is "
+        "written into the served repository and the ensemble is loaded again",
+        (("ensemble_fanout", "geo_pipeline"),),
+        model_control="explicit",
+        injections=(
+            Injection(
+                5,
+                1,
+                {},
+                60,
+                "deploy a geo_pipeline config that maps GRID twice and load it",
+                "swap_config",
+                "geo_pipeline",
+                source="variants/geo/geo_pipeline.miswired.pbtxt",
+            ),
+        ),
+        note=_GEO_MISWIRED_NOTE,
+    ),
+    Scenario(
+        "geo_lookup_saturated",
+        "geo",
+        f"{_GEO_PIPELINE}; 5 s in, four more clients send 'detailed' tiles for 15 s, each again "
+        "as soon as it is answered: every such geo_enrich request fans out 8 geo_lookup calls "
+        "of 25 ms (instead of 4 of 3 ms) while both geo_enrich instances are busy, so "
+        "geo_lookup's one instance gets 16 calls at a time and its children queue behind the "
+        "parents that wait on them",
+        (("instance_saturation", "geo_lookup"),),
+        injections=(
+            Injection(
+                5,
+                4,
+                {"geo_fault": "fanout", "fanout": 8, "lookup_ms": 25},
+                10,
+                "4 more clients, 8 lookups of 25 ms per tile, each resending for 15 s",
+                repeat_s=15,
+            ),
+        ),
+    ),
+    Scenario(
+        "geo_self_call_deadlock",
+        "geo",
+        f"{_GEO_PIPELINE}; 5 s in, two concurrent requests take geo_enrich's 'refine' path: "
+        "0.5 s into their execute each calls geo_enrich (itself) through BLS while both "
+        "geo_enrich instances are held by the two callers, so neither call can start; every "
+        "later tile queues at geo_enrich",
+        (("bls_deadlock", "geo_enrich"),),
+        injections=(
+            Injection(5, 2, {"geo_fault": "self_call"}, 60, "geo_enrich async_exec()s itself"),
+        ),
+    ),
+    Scenario(
+        "geo_render_raises",
+        "geo",
+        f"{_GEO_PIPELINE}; GEO_RENDER_GLYPHS=missing in the server's environment (a build "
+        "shipped without its glyph atlas): geo_render's execute raises RuntimeError on every "
+        "request, so every tile fails after decode and enrich succeeded",
+        (("model_failing", "geo_render"),),
+        env={"GEO_RENDER_GLYPHS": "missing"},
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2446,6 +2570,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_EMB,
         *_KWS,
         *_SUM,
+        *_GEO,
     )
 }
 
@@ -2531,6 +2656,12 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"FRAME": rng.random(48, dtype=np.float32)}
     if repo == "kws":  # 100 ms of audio at 16 kHz; no batch dimension (kws_gateway: 0)
         return {"AUDIO": (rng.standard_normal(1600) * 0.1).astype(np.float32)}
+    if repo == "geo":  # a batch of one UINT8 tile of 16 or 32 x 16 or 32 and its zoom (12-17)
+        h, w = (int(x) for x in rng.choice([16, 32], size=2))
+        return {
+            "TILE": rng.integers(0, 256, size=(1, h, w)).astype(np.uint8),
+            "ZOOM": np.array([[int(rng.integers(12, 18))]], dtype=np.int32),
+        }
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
@@ -2590,11 +2721,52 @@ def _send(
         return client.infer("vid_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "kws":
         return client.infer("kws_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "geo":  # UINT8, which TritonClient.infer does not map
+        return _infer_any_dtype(client, "geo_pipeline", inputs, request_id, params)
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
         return client.stream("sum_router", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+
+
+def _infer_any_dtype(
+    client: object, model: str, inputs: dict[str, np.ndarray], request_id: str, params: dict
+) -> object:
+    """``TritonClient.infer`` for inputs of any numpy dtype tritonclient knows (UINT8 ...):
+    the same request (no id unless the client sends ids, its deadline) and the same
+    ``Outcome``, through the wrapped gRPC client."""
+    from observability.load.client import Outcome, Status, _TIMEOUT_MARKERS
+    from tritonclient.utils import np_to_triton_dtype
+
+    tc = client._tc  # type: ignore[attr-defined]
+    items = []
+    for name, array in inputs.items():
+        item = tc.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        item.set_data_from_numpy(array)
+        items.append(item)
+    kwargs: dict[str, object] = {
+        "request_id": request_id if client.send_ids else "",  # type: ignore[attr-defined]
+        "client_timeout": client.timeout_s,  # type: ignore[attr-defined]
+    }
+    if params:
+        kwargs["parameters"] = params
+    started = time.monotonic()
+    try:
+        result = client._client.infer(model, items, **kwargs)  # type: ignore[attr-defined]
+    except Exception as err:  # the outcome is reported, not raised
+        latency = time.monotonic() - started
+        text = str(err)
+        timed_out = any(m in text.lower() for m in _TIMEOUT_MARKERS)
+        late = latency >= client.timeout_s * 0.9  # type: ignore[attr-defined]
+        status = Status.TIMEOUT if timed_out and late else Status.ERROR
+        return Outcome(request_id, model, "", status, started, latency, text[:500])
+    latency = time.monotonic() - started
+    response = result.get_response(as_json=True)
+    shapes = {
+        o["name"]: tuple(int(d) for d in o.get("shape", [])) for o in response.get("outputs", [])
+    }
+    return Outcome(request_id, model, "", Status.OK, started, latency, "", shapes)
 
 
 _PAUSE_S = {
@@ -2614,6 +2786,7 @@ _PAUSE_S = {
     "vid": 0.2,
     "kws": 0.2,
     "sum": 0.3,
+    "geo": 0.0,
 }
 
 
@@ -2626,6 +2799,8 @@ the model they wait on."""
 def _pause_text(repo: str) -> str:
     if repo in _JITTERED:
         return f"a random 0 to {2 * _PAUSE_S[repo]:g} s (uniform)"
+    if not _PAUSE_S[repo]:
+        return "not at all (constant concurrency, as perf_analyzer's)"
     return f"{_PAUSE_S[repo]} s"
 
 
@@ -3012,6 +3187,8 @@ _LOAD_TEXT = {
     "kws": "`kws_gateway` infer, a random AUDIO [1600] (FP32, 100 ms at 16 kHz)",
     "sum": "`sum_router` gRPC stream (`enable_empty_final_response`, read to the final flag), "
     "a random DOC_IDS [n] INT32, n = 50 to 160 token ids",
+    "geo": "`geo_pipeline` infer, a random TILE [1, H, W] (UINT8, H and W 16 or 32) and "
+    "ZOOM [1, 1] (INT32, 12 to 17)",
 }
 
 
