@@ -2400,17 +2400,18 @@ _GEO = (
         "geo",
         f"{_GEO_PIPELINE}; 5 s in, four more clients send 'detailed' tiles for 15 s, each again "
         "as soon as it is answered: every such geo_enrich request fans out 8 geo_lookup calls "
-        "of 25 ms (instead of 4 of 3 ms) while both geo_enrich instances are busy, so "
-        "geo_lookup's one instance gets 16 calls at a time and its children queue behind the "
-        "parents that wait on them",
+        "of 60 ms (instead of 4 of 3 ms) while both geo_enrich instances are busy, so "
+        "geo_lookup's one instance is sent up to 16 calls at a time (each stub's asyncio "
+        "executor runs 6 async_exec calls at once on this 2-core host) and the children queue "
+        "behind the parents that wait on them",
         (("instance_saturation", "geo_lookup"),),
         injections=(
             Injection(
                 5,
                 4,
-                {"geo_fault": "fanout", "fanout": 8, "lookup_ms": 25},
+                {"geo_fault": "fanout", "fanout": 8, "lookup_ms": 60},
                 10,
-                "4 more clients, 8 lookups of 25 ms per tile, each resending for 15 s",
+                "4 more clients, 8 lookups of 60 ms per tile, each resending for 15 s",
                 repeat_s=15,
             ),
         ),
@@ -2432,7 +2433,8 @@ _GEO = (
         "geo",
         f"{_GEO_PIPELINE}; GEO_RENDER_GLYPHS=missing in the server's environment (a build "
         "shipped without its glyph atlas): geo_render's execute raises RuntimeError on every "
-        "request, so every tile fails after decode and enrich succeeded",
+        "request when it places the labels, after its 300 ms of raster work, so every tile "
+        "fails after decode and enrich succeeded",
         (("model_failing", "geo_render"),),
         env={"GEO_RENDER_GLYPHS": "missing"},
     ),

@@ -67,6 +67,21 @@ GAPS: dict[str, str] = {
     "are lost with the server, not stalled by a model (emb_server_killed's hung_request is "
     "absent for the same reason); stream_stalled.py does not end a stream's clock at the "
     "server's death",
+    "geo_lookup_hang": "false bls_deadlock beside the right hung_request: the queued geo_enrich "
+    "request that waits.py takes for geo_enrich_0_0's self-call is the ensemble's next step "
+    "(prepared 07:47:09.487054, 0.3 ms before 'geo_decode_0_0 released 1 requests'; origins.py "
+    "calls it 'step'), admitted 29 ms after geo_enrich_0_0 started, inside _SELF_CALL_NS (50 ms); "
+    "waits.py drops a possible self-call only when its origin is 'client', not 'step', and "
+    "geo_enrich_0_0 (started 09.458121) really waits on its 4 geo_lookup calls (prepared "
+    "09.460771-09.461620) queued behind the hung one (geo_lookup_0_0 executing since 09.236829)",
+    "geo_self_call_deadlock": "bls_deadlock missed (hung_request reported instead): the two "
+    "self-calls are prepared 07:49:32.710408 and 32.721786, 502 ms after their callers "
+    "geo_enrich_0_1 (32.208299) and geo_enrich_0_0 (32.219575) started (the refine path awaits "
+    "0.5 s first); origins.py calls both 'call' (no frontend line, no release within 2 ms), but "
+    "waits.py considers a request to the caller's own model only within _SELF_CALL_NS (50 ms) "
+    "of the caller's start, so neither batch has a call and the fixed point has no cycle; "
+    "hung_request says 'no BLS call of it has been open for more than 0.5 s' and names 'its last "
+    "BLS call, to geo_decode' (the ensemble's previous step, not a call)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""

@@ -4,7 +4,9 @@ GRID [B, 8, 8] and POI [B, n, 3] -> RASTER [B, 8, 8, 3] UINT8 and POIS [B, 1] IN
 300 ms per request (the raster work of the pipeline).
 
 Fault: with ``GEO_RENDER_GLYPHS=missing`` in the server's environment (a build shipped
-without its glyph atlas) execute raises RuntimeError on every request.
+without its glyph atlas) execute raises RuntimeError on every request when it places the
+labels, after the raster work (``GEO_RENDER_FAIL_EARLY=1``: at the top of execute instead, so
+every request fails within milliseconds).
 """
 
 import os
@@ -17,11 +19,12 @@ import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def initialize(self, args):
         self.glyphs = os.environ.get("GEO_RENDER_GLYPHS", "bundled")
+        self.fail_early = os.environ.get("GEO_RENDER_FAIL_EARLY") == "1"
         self.palette = np.array([[30, 90, 160], [240, 220, 120], [200, 60, 60]], np.float32)
 
     def execute(self, requests):
-        if self.glyphs == "missing":
-            raise RuntimeError("geo_render: glyph atlas 'noto-sans-regular.pbf' not found")
+        if self.glyphs == "missing" and self.fail_early:
+            self._labels()
         responses = []
         for request in requests:
             grid = pb_utils.get_input_tensor_by_name(request, "GRID").as_numpy()
@@ -36,4 +39,9 @@ class TritonPythonModel:
                 )
             )
         time.sleep(0.3)
+        if self.glyphs == "missing":
+            self._labels()
         return responses
+
+    def _labels(self):
+        raise RuntimeError("geo_render: glyph atlas 'noto-sans-regular.pbf' not found")
