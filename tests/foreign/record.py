@@ -2738,8 +2738,9 @@ def _infer_any_dtype(
     """``TritonClient.infer`` for inputs of any numpy dtype tritonclient knows (UINT8 ...):
     the same request (no id unless the client sends ids, its deadline) and the same
     ``Outcome``, through the wrapped gRPC client."""
-    from observability.load.client import Outcome, Status, _TIMEOUT_MARKERS
     from tritonclient.utils import np_to_triton_dtype
+
+    from observability.load.client import _TIMEOUT_MARKERS, Outcome, Status
 
     tc = client._tc  # type: ignore[attr-defined]
     items = []

@@ -15,9 +15,7 @@ def _pool(tile):
     h, w = tile.shape
     rows = np.array_split(np.arange(h), 8)
     cols = np.array_split(np.arange(w), 8)
-    grid = np.array(
-        [[tile[np.ix_(r, c)].mean() for c in cols] for r in rows], dtype=np.float32
-    )
+    grid = np.array([[tile[np.ix_(r, c)].mean() for c in cols] for r in rows], dtype=np.float32)
     return grid / 255.0
 
 
