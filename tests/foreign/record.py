@@ -6,14 +6,16 @@ Each scenario starts Triton (the lab of ``observability.lab``) on one of this fo
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
-``repos/sum``, ``repos/geo``:
+``repos/sum``, ``repos/geo``, ``repos/med``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
 ``capture`` records, and leaves in ``OUT_DIR/<scenario>/``.
 The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start and end flags)
-to one pinned version of a model served in two; the ``vid`` clients speak HTTP too; every
-other family's clients speak gRPC:
+to one pinned version of a model served in two; the ``vid`` clients speak HTTP too; the
+``med`` clients speak HTTP with FP16 scans in batches of 1 to 4 (``tests.foreign.medload``)
+and call one of two served versions of a model directly; every other family's clients speak
+gRPC:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -45,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.foreign import seqload
+from tests.foreign import medload, seqload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -94,7 +96,8 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum`` or ``geo``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo`` or
+    ``med``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2440,6 +2443,163 @@ _GEO = (
     ),
 )
 
+
+_MED_PIPELINE = (
+    "the medical image triage pipeline (med_gateway, python BLS, 3 instances, batched input "
+    "up to 4 without a dynamic batcher, synchronous exec() children without ids built with "
+    "trace=request.trace(): med_normalize, python, dynamic batching, preferred 4 and 8, 5 ms, "
+    "up to 16, 2 instances -> med_classifier, python, versions 1 and 3 both served "
+    "(version_policy specific), 2 instances each, batched up to 8, the gateway pinning "
+    "version 3 with model_version -> med_report, python, 1 instance, max_batch_size 0, "
+    "STRING outputs) under three id-less HTTP clients sending batches of 1 to 4 FP16 scans, "
+    "each also calling med_classifier version 1 directly after every other request"
+)
+
+
+def _med_hang(at_s: float) -> Injection:
+    return Injection(
+        at_s,
+        1,
+        {"med_fault": "classify_hang", "hang_s": 300},
+        60,
+        "med_classifier version 3 sleeps 300 s in execute for this request",
+    )
+
+
+_MED_HANG = _med_hang(5)
+_MED_SLOW_NORMALIZE = Injection(
+    5,
+    1,
+    {"batch_delay_s": 2},
+    60,
+    "reload med_normalize with batch_delay_s=2 (repository API): every batch takes 2 s",
+    "reload",
+    "med_normalize",
+)
+_MED_REPORT_LOCALE = Injection(
+    5,
+    1,
+    {"locale": "de-CH"},
+    60,
+    "reload med_report with locale=de-CH (repository API): every request is answered "
+    "with an error response",
+    "reload",
+    "med_report",
+)
+_MED_GATEWAY_COLD = Injection(
+    5,
+    1,
+    {"cold_start_s": 4},
+    60,
+    "reload med_gateway with cold_start_s=4 (repository API)",
+    "reload",
+    "med_gateway",
+)
+_MED_VERSIONS_NOTE = (
+    "Both versions of med_classifier run instances named med_classifier_0_0 and "
+    "med_classifier_0_1; only version 3 (pinned by med_gateway) is stuck, version 1 keeps "
+    "answering the viewer's direct calls: the finding must name med_classifier as the child "
+    "med_gateway waits on, and say that it is version 3 (the same-named instance of version "
+    "1 is healthy): both are `mentions` in expected.json."
+)
+_MED_QUIET_NOTE = (
+    "Without the verbose log a hung execute leaves no line, so two hung requests are sent "
+    "(5 s and 6 s in): they hold both version-3 instances of med_classifier, and every later "
+    "med_gateway request queues at version 3 (nv_inference_pending_request_count of "
+    "med_classifier version 3 rises and stays up, its success counter stops) while version 1 "
+    "keeps serving the viewer. What metrics allow: `model_stalled` on med_classifier."
+)
+_MED_REPORT_NOTE = (
+    "One bug, one alert: `model_failing` is expected on med_report, the model that refuses "
+    "its requests (med_gateway only relays the error). Nothing is raised and no stub dies: "
+    "`stub_unhealthy` on med_report is `absent` in expected.json."
+)
+
+_MED = (
+    Scenario(
+        "med_healthy",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit, verbose log: the twin of every med_* fault",
+        (),
+        clients=3,
+        model_control="explicit",
+    ),
+    Scenario(
+        "med_healthy_iso",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit, verbose log with --log-format ISO8601: the "
+        "twin of med_gateway_cold_start_iso",
+        (),
+        clients=3,
+        model_control="explicit",
+        log_format="ISO8601",
+    ),
+    Scenario(
+        "med_classifier_v3_hang",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit; 5 s in, one request whose med_classifier "
+        "version 3 execute sleeps 300 s (a stuck forward pass): the med_gateway instance that "
+        "sent it waits in exec() while version 1 keeps serving the viewer; verbose log",
+        (("hung_request", "med_gateway"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_MED_HANG,),
+        note=_MED_VERSIONS_NOTE,
+    ),
+    Scenario(
+        "med_classifier_hang_quiet",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit; without --log-verbose and without trace "
+        "files: 5 s and 6 s in, one request each whose med_classifier version 3 execute "
+        "sleeps 300 s: both version-3 instances are held",
+        (("model_stalled", "med_classifier"),),
+        clients=3,
+        model_control="explicit",
+        log_verbose=0,
+        trace=False,
+        injections=(_MED_HANG, _med_hang(6)),
+        note=_MED_QUIET_NOTE,
+    ),
+    Scenario(
+        "med_normalize_slow_saturation",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit; 5 s in, med_normalize is loaded again "
+        "through the repository API with batch_delay_s=2 (a denoising step that fell back to "
+        "the CPU): every batch takes 2 s, both instances are busy and the gateways' calls "
+        "queue behind them; verbose log",
+        (("instance_saturation", "med_normalize"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_MED_SLOW_NORMALIZE,),
+    ),
+    Scenario(
+        "med_report_errors",
+        "med",
+        f"{_MED_PIPELINE}; model control explicit; 5 s in, med_report is loaded again through "
+        "the repository API with locale=de-CH: from then on it answers every request with an "
+        "error response ('no report template for locale ...'), raising nothing, and "
+        "med_gateway answers its clients an error response in turn; verbose log",
+        (("model_failing", "med_report"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_MED_REPORT_LOCALE,),
+        note=_MED_REPORT_NOTE,
+    ),
+    Scenario(
+        "med_gateway_cold_start_iso",
+        "med",
+        f"{_MED_PIPELINE}; `--log-format ISO8601` (second resolution), model control explicit; "
+        "5 s in, med_gateway is loaded again through the repository API with cold_start_s=4: "
+        "the first execute of each of its three new instances takes 4 s",
+        (("cold_start", "med_gateway"),),
+        clients=3,
+        model_control="explicit",
+        log_format="ISO8601",
+        injections=(_MED_GATEWAY_COLD,),
+    ),
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2573,6 +2733,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_KWS,
         *_SUM,
         *_GEO,
+        *_MED,
     )
 }
 
@@ -2664,6 +2825,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "TILE": rng.integers(0, 256, size=(1, h, w)).astype(np.uint8),
             "ZOOM": np.array([[int(rng.integers(12, 18))]], dtype=np.int32),
         }
+    if repo == "med":  # a batch of 1 to 4 FP16 scans and their ages (med_gateway: 4)
+        return medload.scans(rng)
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
@@ -2725,6 +2888,8 @@ def _send(
         return client.infer("kws_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "geo":  # UINT8, which TritonClient.infer does not map
         return _infer_any_dtype(client, "geo_pipeline", inputs, request_id, params)
+    if repo == "med":
+        return client.infer("med_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
@@ -2790,6 +2955,7 @@ _PAUSE_S = {
     "kws": 0.2,
     "sum": 0.3,
     "geo": 0.0,
+    "med": 0.3,
 }
 
 
@@ -2807,13 +2973,24 @@ def _pause_text(repo: str) -> str:
     return f"{_PAUSE_S[repo]} s"
 
 
-_PROTOCOL = {"stateful": "HTTP", "vid": "HTTP"}
+_PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP"}
 
 
 def _client_url(lab: object, repo: str) -> str:
-    """Where a family's clients send: HTTP for ``stateful`` and ``vid``, gRPC for the others."""
+    """Where a family's clients send: HTTP for ``stateful``, ``vid`` and ``med``, gRPC for the
+    others."""
     http = _PROTOCOL.get(repo) == "HTTP"
     return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
+
+
+def _load_client(repo: str, url: str, timeout_s: float, send_ids: bool) -> object:
+    """A family's client for one thread: ``medload.MedClient`` (FP16, model versions) for
+    ``med``, ``observability.load.TritonClient`` for the others."""
+    if repo == "med":
+        return medload.MedClient(url, timeout_s=timeout_s, send_ids=send_ids)
+    from observability.load import TritonClient
+
+    return TritonClient(url, timeout_s=timeout_s, send_ids=send_ids)
 
 
 def _worker(
@@ -2829,8 +3006,6 @@ def _worker(
     audio: str = "fixed",
     pin: str = "",
 ) -> None:
-    from observability.load import TritonClient
-
     if repo == "stateful":
         seqload.sequence_worker(
             url,
@@ -2845,7 +3020,7 @@ def _worker(
             pin,
         )
         return
-    client = TritonClient(url, timeout_s=10, send_ids=ids == "mixed")
+    client = _load_client(repo, url, 10, ids == "mixed")
     rng = np.random.default_rng(seed)
     pause = _PAUSE_S[repo]
     utterance = np.zeros(0, dtype=np.float32)
@@ -2864,6 +3039,11 @@ def _worker(
             if repo == "recsys":  # the profile endpoint calls the plain model directly
                 direct = client.infer("rec_features", {"USER": inputs["USER"]}, "")
                 out.add("healthy:rec_features", direct, t0)
+            if repo == "med" and n % 2 == 1:  # the viewer pins the previous classifier
+                viewer = client.infer(  # type: ignore[call-arg]
+                    "med_classifier", {"NORMED": inputs["SCAN"]}, "", version="1"
+                )
+                out.add("healthy:med_classifier_v1", viewer, t0)
             stop.wait(rng.uniform(0, 2 * pause) if repo in _JITTERED else pause)
     finally:
         client.close()
@@ -2884,8 +3064,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         url = _client_url(lab, repo)
         seqload.inject_sequence(url, inj.params, idx, inj.timeout_s or 60, label, out.add, t0)
         return
-    url = _client_url(lab, repo) if inj.action == "request" else lab.grpc_url  # type: ignore[attr-defined]
-    client = TritonClient(url, timeout_s=inj.timeout_s or 60, send_ids=inj.request_ids)
+    if inj.action == "request":
+        client = _load_client(repo, _client_url(lab, repo), inj.timeout_s or 60, inj.request_ids)
+    else:
+        client = TritonClient(lab.grpc_url, timeout_s=inj.timeout_s or 60, send_ids=False)  # type: ignore[attr-defined]
     try:
         if inj.action == "unload":
             started = time.monotonic()
@@ -3130,9 +3312,7 @@ def _warm_up(url: str, scenario: Scenario, outcomes: Outcomes) -> None:
     if scenario.repo == "stateful":
         seqload.warm_up(url, min(scenario.warmup, 20), outcomes.add)
         return
-    from observability.load import TritonClient
-
-    client = TritonClient(url, timeout_s=30, send_ids=False)
+    client = _load_client(scenario.repo, url, 30, False)
     try:
         rng = np.random.default_rng(99)
         t0 = time.monotonic()
@@ -3192,6 +3372,10 @@ _LOAD_TEXT = {
     "a random DOC_IDS [n] INT32, n = 50 to 160 token ids",
     "geo": "`geo_pipeline` infer, a random TILE [1, H, W] (UINT8, H and W 16 or 32) and "
     "ZOOM [1, 1] (INT32, 12 to 17)",
+    "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
+    "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
+    "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
+    "classifier)",
 }
 
 
@@ -3267,6 +3451,11 @@ _GROWING_TEXT = (
 
 
 def _ids_text(scenario: Scenario) -> str:
+    if scenario.repo == "med":
+        return (
+            "(`tests.foreign.medload.MedClient`, tritonclient.http: no request ids; BLS\n"
+            "  children are built without ids too)"
+        )
     if scenario.repo == "vid":
         return (
             "(`observability.load.TritonClient` over tritonclient.http, `send_ids=False`: no\n"
