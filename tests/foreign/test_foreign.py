@@ -82,6 +82,26 @@ GAPS: dict[str, str] = {
     "of the caller's start, so neither batch has a call and the fixed point has no cycle; "
     "hung_request says 'no BLS call of it has been open for more than 0.5 s' and names 'its last "
     "BLS call, to geo_decode' (the ensemble's previous step, not a call)",
+    "med_classifier_v3_hang": "both served versions of med_classifier (version_policy specific "
+    "[1, 3]) run instances named med_classifier_0_0 and _0_1, and the python backend's "
+    "'executing N requests' / 'released N requests' lines carry no version: hung_request finds "
+    "the stuck call (med_gateway_0_1 waits 25.0 s on med_classifier_0_0, 'executing 1 "
+    "requests' at 07:46:53.322782) but does not say it is version 3, which the 'prepared' line "
+    "0.1 ms before it says ('model: med_classifier, requested version: 3, actual version: 3, "
+    "... batch size: 1'); 56 more 'instance med_classifier_0_0, executing 1 requests' lines "
+    "follow, all of version 1's same-named instance (the viewer's calls, 'requested version: "
+    "1'), each released: 'med_classifier_0_0' alone does not tell the stuck version-3 "
+    "instance from the healthy version-1 one (mentions 'version 3')",
+    "med_normalize_slow_saturation": "instance_saturation needs the pending count to rise "
+    "by min_rise 1 during the all-busy stretch; both med_normalize instances are busy back to "
+    "back from 07:48:35.859 to the end (20.05 s, 19 executions of 2.00-2.01 s, each "
+    "'executing 1 requests' within 0.3 ms of the 'released 1 requests' before it), but the "
+    "three med_gateway instances, each blocked in exec() on its own call, never queue more "
+    "than one call behind two busy instances: nv_inference_pending_request_count"
+    "{model=med_normalize} alternates 0/1 (1 at 07:48:34.881 before the stretch, peak 1: rise "
+    "0). The queueing shows in nv_inference_queue_duration_us (0.33 s -> 14.88 s over the last "
+    "19 executions, 0.77 s each against 5.8 ms before the reload) and in the clients' latency "
+    "(max 4.04 s against 0.22 s in med_healthy): a closed-loop caller bounds the queue",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
