@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -2983,7 +2984,7 @@ def _client_url(lab: object, repo: str) -> str:
     return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
 
 
-def _load_client(repo: str, url: str, timeout_s: float, send_ids: bool) -> object:
+def _load_client(repo: str, url: str, timeout_s: float, send_ids: bool) -> Any:
     """A family's client for one thread: ``medload.MedClient`` (FP16, model versions) for
     ``med``, ``observability.load.TritonClient`` for the others."""
     if repo == "med":
@@ -3040,9 +3041,7 @@ def _worker(
                 direct = client.infer("rec_features", {"USER": inputs["USER"]}, "")
                 out.add("healthy:rec_features", direct, t0)
             if repo == "med" and n % 2 == 1:  # the viewer pins the previous classifier
-                viewer = client.infer(  # type: ignore[call-arg]
-                    "med_classifier", {"NORMED": inputs["SCAN"]}, "", version="1"
-                )
+                viewer = client.infer("med_classifier", {"NORMED": inputs["SCAN"]}, "", version="1")
                 out.add("healthy:med_classifier_v1", viewer, t0)
             stop.wait(rng.uniform(0, 2 * pause) if repo in _JITTERED else pause)
     finally:
@@ -3064,6 +3063,7 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         url = _client_url(lab, repo)
         seqload.inject_sequence(url, inj.params, idx, inj.timeout_s or 60, label, out.add, t0)
         return
+    client: Any
     if inj.action == "request":
         client = _load_client(repo, _client_url(lab, repo), inj.timeout_s or 60, inj.request_ids)
     else:
