@@ -33,9 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from observability import events as ev
+from observability.detectors.crashes import crashes
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.requests import log_ref
 from observability.detectors.streams import LogStream, log_streams
+from observability.detectors.target_down import gone_ns
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -236,7 +238,15 @@ class StreamStalled:
         now = window.until_ns
         gaps = [g / 1e9 for s in streams for g in s.gaps_ns]
         deadline = policy.deadline_s(model, gaps)
-        stalled = [s for s in streams if s.open and s.quiet_s(now) > deadline]
+        deaths = _deaths(window)
+        # A stream open when the server died was lost with it, not stalled by a model.
+        stalled = [
+            s
+            for s in streams
+            if s.open
+            and s.quiet_s(now) > deadline
+            and not any(s.opened_ns <= d <= now for d in deaths)
+        ]
         resumed = [s for s in streams if any(g / 1e9 > deadline for g in s.gaps_ns)]
         if not stalled and not resumed:
             return None
@@ -353,3 +363,12 @@ def _float(text: str | None) -> float:
         return float(text or 0)
     except ValueError:
         return 0.0
+
+
+def _deaths(window: Window) -> list[int]:
+    """When the server died in the window: each crash (``crashes.py``) and a silent kill
+    (``target_down.gone_ns``). sum_router_child_trace_crash: three streams read 0.9 s
+    before a SIGSEGV were reported stalled for 29.8 s, to the window's end."""
+    out = [c.at_ns for c in crashes(window.logs(ev.StubOutput))]
+    gone = gone_ns(window)
+    return [*out, gone] if gone is not None else out

@@ -15,10 +15,12 @@ to its callees (any model while too few of its batches were seen), so a batch hu
 does not claim every request that queued anywhere since, unless the request is a BLS call by
 where it came from (``origins.py``: no frontend line and no ensemble step explains it): a
 call path only a fault takes is never seen in healthy batches. Requests queued for the caller's own
-model are its calls only when admitted right after it started (``_SELF_CALL_NS``), not right
-after a frontend line (``origins.py``: a client's request, whatever its id), and no open
-batch of a known caller of the model could have sent them: a self-call is never seen in healthy
-batches, and otherwise they are other clients (or other parents' calls) queued behind it.
+model are its calls only when admitted right after it started (``_SELF_CALL_NS``), or later
+when nothing but a BLS call explains them (``origins.py``, on a log whose frontend lines tell
+clients' requests: geo_self_call_deadlock's calls come 0.5 s in), never right after a
+frontend line (a client's request, whatever its id), and only when no open batch of a known
+caller of the model could have sent them: a self-call is never seen in healthy batches, and
+otherwise they are other clients (or other parents' calls) queued behind it.
 
 An open batch is *stuck* when it has run past its model's deadline (``deadlines.py``), unless
 it is waiting on a call that still makes progress (queued for a model whose instances moved
@@ -177,6 +179,17 @@ def origins_of(window: Window) -> dict[tuple[int, int], str]:
     return result
 
 
+def _others_running(req: Admitted, inst: Instances) -> bool:
+    """Whether a batch of another model was running when ``req`` was admitted (open still,
+    or released since: a caller whose call timed out): it may have made the call by a path
+    no healthy batch showed (ocr_cycle_deadlock's call back, 0.5 s in)."""
+    at = req.prepared_ns
+    return any(
+        e.model != req.model and e.start_ns < at and (e.end_ns is None or e.end_ns >= at)
+        for e in inst.executions
+    )
+
+
 def analyse(
     inst: Instances,
     policy: DeadlinePolicy,
@@ -194,6 +207,9 @@ def analyse(
     for caller, models in learned.items():
         for model in models:
             called_by.setdefault(model, set()).add(caller)
+    told = CLIENT in (origin or {}).values()
+    """Whether the log tells clients' requests (its frontend lines): else every request
+    reads as a call, and a late one is no self-call for that."""
     callers: dict[int, list[Execution]] = {}
     calls: dict[int, list[Call]] = {}
     pending: list[tuple[Execution, Admitted]] = []
@@ -204,10 +220,12 @@ def analyse(
             if req.execution is parent:
                 continue
             if req.model == parent.model:
-                if req.execution is not None or req.prepared_ns - parent.start_ns > _SELF_CALL_NS:
-                    continue
-                if (origin or {}).get((req.prepared_ns, req.offset)) == CLIENT:
+                came = (origin or {}).get((req.prepared_ns, req.offset))
+                if req.execution is not None or came == CLIENT:
                     continue  # its frontend line is right before it: another client's request
+                late = req.prepared_ns - parent.start_ns > _SELF_CALL_NS
+                if late and not (came == CALL and told and not _others_running(req, inst)):
+                    continue  # later, only a call no client, step or other model explains
                 if any(
                     o.model in called_by.get(req.model, ()) and o.start_ns < req.prepared_ns
                     for o in long_open

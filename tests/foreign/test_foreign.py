@@ -58,15 +58,6 @@ GAPS: dict[str, str] = {
     "its one PIECE, the sum_lm request of its second chunk and that stream's single "
     "SUMMARY_TOKEN all fall in 07:49:22Z among 3 other streams' calls; 675 sum_lm requests, "
     "2021 SUMMARY_TOKEN outputs, 673 sum_detok calls, 216 streams with 214 final flags",
-    "sum_router_child_trace_crash": "target_down is found (SIGSEGV: 'Signal (11) received.' "
-    "five times between 07:51:03.798 and 07:51:04.716, the log's last line at .717; 56 failed "
-    "scrapes), but "
-    "stream_stalled also reports 3 sum_router streams critical 'stalled now ... quiet for "
-    "29.8 s' (one: 29.0 s after 1 response), measured to the window's end "
-    "(07:51:33.67) although tritonserver died 0.9 s after they opened: streams open at a crash "
-    "are lost with the server, not stalled by a model (emb_server_killed's hung_request is "
-    "absent for the same reason); stream_stalled.py does not end a stream's clock at the "
-    "server's death",
     "geo_lookup_hang": "false bls_deadlock beside the right hung_request: the queued geo_enrich "
     "request that waits.py takes for geo_enrich_0_0's self-call is the ensemble's next step "
     "(prepared 07:47:09.487054, 0.3 ms before 'geo_decode_0_0 released 1 requests'; origins.py "
@@ -74,14 +65,6 @@ GAPS: dict[str, str] = {
     "waits.py drops a possible self-call only when its origin is 'client', not 'step', and "
     "geo_enrich_0_0 (started 09.458121) really waits on its 4 geo_lookup calls (prepared "
     "09.460771-09.461620) queued behind the hung one (geo_lookup_0_0 executing since 09.236829)",
-    "geo_self_call_deadlock": "bls_deadlock missed (hung_request reported instead): the two "
-    "self-calls are prepared 07:49:32.710408 and 32.721786, 502 ms after their callers "
-    "geo_enrich_0_1 (32.208299) and geo_enrich_0_0 (32.219575) started (the refine path awaits "
-    "0.5 s first); origins.py calls both 'call' (no frontend line, no release within 2 ms), but "
-    "waits.py considers a request to the caller's own model only within _SELF_CALL_NS (50 ms) "
-    "of the caller's start, so neither batch has a call and the fixed point has no cycle; "
-    "hung_request says 'no BLS call of it has been open for more than 0.5 s' and names 'its last "
-    "BLS call, to geo_decode' (the ensemble's previous step, not a call)",
     "med_classifier_v3_hang": "both served versions of med_classifier (version_policy specific "
     "[1, 3]) run instances named med_classifier_0_0 and _0_1, and the python backend's "
     "'executing N requests' / 'released N requests' lines carry no version: hung_request finds "
