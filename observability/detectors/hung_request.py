@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
-from observability.detectors.instances import Execution
+from observability.detectors.instances import Execution, version_text
 from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.loads import clock
 from observability.detectors.origins import STEP
@@ -129,8 +129,9 @@ class HungRequestDetector:
     ) -> Finding:
         now = window.until_ns
         known = len(waits.instances.model_instances.get(model, ()))
+        versions = waits.instances.versions
         held = ", ".join(
-            f"{e.instance} ({e.age_s(now):.1f} s, batch of {e.count})"
+            f"{e.instance}{version_text(e, versions)} ({e.age_s(now):.1f} s, batch of {e.count})"
             for e in stuck[: self.max_children_named]
         )
         deadline = waits.deadline_s(model)
@@ -333,8 +334,9 @@ def _describe_calls(
         if ensemble is not None:
             callee = f"the ensemble {ensemble}, in its step {callee}"
         by_model.setdefault((callee, _through(call, model)), []).append(call)
+    versions = waits.instances.versions
     return "it waits on " + "; ".join(
-        _describe_group(callee, group, now, limit) + _via_text(via, now)
+        _describe_group(callee, group, now, limit, versions) + _via_text(via, now)
         for (callee, via), group in by_model.items()
     )
 
@@ -378,7 +380,9 @@ def _via_text(via: Execution | None, now: int) -> str:
     return f", issued by {via.instance} of {via.model} (executing for {via.age_s(now):.1f} s)"
 
 
-def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
+def _describe_group(
+    model: str, group: list[Call], now: int, limit: int, versions: dict[str, set[int]]
+) -> str:
     ids = [c.request.request_id for c in group if c.request.request_id]
     name = (
         "(no request id)"
@@ -389,8 +393,8 @@ def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
     queued = [c for c in group if c.held_by is None]
     if len(group) == 1:
         text = f"a BLS call to {model} {name}, " + (
-            f"executing for {held[0].held_by.age_s(now):.1f} s on {held[0].held_by.instance} "
-            f"in a batch of {held[0].held_by.count}"
+            f"executing for {held[0].held_by.age_s(now):.1f} s on {held[0].held_by.instance}"
+            f"{version_text(held[0].held_by, versions)} in a batch of {held[0].held_by.count}"
             if held and held[0].held_by is not None
             else f"queued for {(now - group[0].request.prepared_ns) / 1e9:.1f} s and never started"
         )
@@ -399,7 +403,8 @@ def _describe_group(model: str, group: list[Call], now: int, limit: int) -> str:
         if held:
             batches = list({id(c.held_by): c.held_by for c in held if c.held_by}.values())
             on = ", ".join(
-                f"{b.instance} for {b.age_s(now):.1f} s in a batch of {b.count}"
+                f"{b.instance}{version_text(b, versions)} for {b.age_s(now):.1f} s in a batch "
+                f"of {b.count}"
                 for b in batches[:limit]
             )
             parts.append(f"{len(held)} executing ({on})")

@@ -63,6 +63,8 @@ class Admitted:
     prepared_ns: int
     offset: int
     execution: Execution | None = None
+    version: int | None = None
+    """The version Triton chose for it (``actual version``; ``None`` when not logged)."""
 
 
 @dataclass(eq=False)
@@ -224,7 +226,14 @@ def build_instances(
                 versions.setdefault(rec.model, set()).add(rec.version)
             if rec.model:
                 queue = queues.setdefault(rec.model, deque(maxlen=_MAX_QUEUED))
-                admitted = Admitted(rec.model, rec.request_id, rec.header.at_ns, rec.header.offset)
+                admitted = Admitted(
+                    rec.model,
+                    rec.request_id,
+                    rec.header.at_ns,
+                    rec.header.offset,
+                    None,
+                    rec.version,
+                )
                 queue.append(admitted)
                 recent.append(admitted)
         elif type(rec) is ev.StubOutput:  # a crash (instances_of passes no other)
@@ -406,3 +415,13 @@ def _die(open_: dict[str, Execution], shadowed: dict[str, list[Execution]], at_n
         e.end_ns, e.died = at_ns, True
     open_.clear()
     shadowed.clear()
+
+
+def version_text(e: Execution, versions: dict[str, set[int]]) -> str:
+    """`` (version 3)`` for a batch of a model served in several versions, whose instances
+    share names (the python backend's lines carry no version): which one is stuck is told
+    only by its requests' ``prepared:`` lines (med_classifier_v3_hang)."""
+    if len(versions.get(e.model, ())) < 2:
+        return ""
+    seen = {r.version for r in e.requests if r.version is not None}
+    return f" (version {seen.pop()})" if len(seen) == 1 else ""

@@ -1,4 +1,4 @@
-"""hung_request names the unload a hang blocks (tests/fixtures/foreign
+"""hung_request names the unload a hang blocks, and the version of a stuck batch (tests/fixtures/foreign
 kws_classifier_unload_blocked, Triton 2.51, README Round 15): an unload of kws_classifier asked
 over gRPC while its instance held a 25 s call; 2.51 answered the call "ok" in 3 ms and logged
 nothing more, since a model unloads only when its in-flight requests end."""
@@ -48,3 +48,15 @@ def test_an_http_unload_names_its_model() -> None:
     events = [http if e is grpc[0] else e for e in w.events if e not in grpc[1:]]
     summary = _hung(Window(w.since_ns, w.until_ns, events=events))
     assert "an unload of kws_classifier requested at" in summary
+
+
+def test_a_hung_version_is_named_where_versions_share_instance_names() -> None:
+    """med_classifier_v3_hang (Triton 2.51, README Round 18): versions 1 and 3 of
+    med_classifier run instances named alike; version 3's batch hangs while version 1's
+    batches on the same name go on. The stuck batch's prepared: line says its version."""
+    found = [f for f in HungRequestDetector().detect(window("med_classifier_v3_hang"))]
+    assert any("med_classifier_0_0 (version 3)" in f.summary for f in found)
+    one = [f for f in HungRequestDetector().detect(window("st_sequence_hang"))]
+    assert any("sess_tracker_0_1 (version 1)" in f.summary for f in one)
+    single = HungRequestDetector().detect(window("kws_classifier_unload_blocked"))
+    assert all("(version" not in f.summary for f in single)  # one version served: not said

@@ -65,16 +65,6 @@ GAPS: dict[str, str] = {
     "waits.py drops a possible self-call only when its origin is 'client', not 'step', and "
     "geo_enrich_0_0 (started 09.458121) really waits on its 4 geo_lookup calls (prepared "
     "09.460771-09.461620) queued behind the hung one (geo_lookup_0_0 executing since 09.236829)",
-    "med_classifier_v3_hang": "both served versions of med_classifier (version_policy specific "
-    "[1, 3]) run instances named med_classifier_0_0 and _0_1, and the python backend's "
-    "'executing N requests' / 'released N requests' lines carry no version: hung_request finds "
-    "the stuck call (med_gateway_0_1 waits 25.0 s on med_classifier_0_0, 'executing 1 "
-    "requests' at 07:46:53.322782) but does not say it is version 3, which the 'prepared' line "
-    "0.1 ms before it says ('model: med_classifier, requested version: 3, actual version: 3, "
-    "... batch size: 1'); 56 more 'instance med_classifier_0_0, executing 1 requests' lines "
-    "follow, all of version 1's same-named instance (the viewer's calls, 'requested version: "
-    "1'), each released: 'med_classifier_0_0' alone does not tell the stuck version-3 "
-    "instance from the healthy version-1 one (mentions 'version 3')",
     "med_normalize_slow_saturation": "instance_saturation needs the pending count to rise "
     "by min_rise 1 during the all-busy stretch; both med_normalize instances are busy back to "
     "back from 07:48:35.859 to the end (20.05 s, 19 executions of 2.00-2.01 s, each "
