@@ -1,7 +1,9 @@
-"""hung_request names the unload a hang blocks, and the version of a stuck batch (tests/fixtures/foreign
-kws_classifier_unload_blocked, Triton 2.51, README Round 15): an unload of kws_classifier asked
-over gRPC while its instance held a 25 s call; 2.51 answered the call "ok" in 3 ms and logged
-nothing more, since a model unloads only when its in-flight requests end."""
+"""hung_request names the unload a hang blocks, and the version of a stuck batch.
+
+tests/fixtures/foreign kws_classifier_unload_blocked (Triton 2.51, README Round 15): an unload
+of kws_classifier asked over gRPC while its instance held a 25 s call; 2.51 answered the call
+"ok" in 3 ms and logged nothing more, since a model unloads only when its in-flight requests
+end."""
 
 from __future__ import annotations
 
