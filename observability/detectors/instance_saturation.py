@@ -36,10 +36,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from statistics import median
 
 from observability import events as ev
 from observability.detectors.backend_failures import failing
-from observability.detectors.instances import instances_of
+from observability.detectors.instances import Execution, instances_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -164,6 +165,12 @@ class InstanceSaturation:
     8.9 s, pending at most 1)"""
     min_rise: float = 1.0
     """... and grow by at least this much over its value when the stretch began."""
+    min_wait_s: float = 0.1
+    wait_fraction: float = 0.25
+    """A queue that cannot grow (callers that each wait on their one call, a closed loop):
+    the stretch counts when the requests it took waited in the queue a median of at least
+    ``min_wait_s`` and this fraction of its median batch (med_normalize_slow_saturation:
+    0.77 s behind 2 s batches, pending never above 1)."""
     max_single_fraction: float = 0.5
     merge_gap_s: float = 0.025
     critical_busy_s: float = 30.0
@@ -184,13 +191,20 @@ class InstanceSaturation:
         stretches = [s for s in stretches if s.model not in dead]
         pending = _pending_by_model(window)
         best: dict[str, tuple[Stretch, float, float, int]] = {}
+        waits: dict[int, tuple[float, int, float]] = {}
+        inst = instances_of(window)
         for stretch in stretches:
             rise = _rise(pending.get(stretch.model, []), stretch)
             if rise is None:
                 continue
             before, peak, peak_at = rise
             if peak < self.min_pending or peak - before < self.min_rise:
-                continue
+                waited = _queued(inst.executions, stretch)
+                if waited is None or waited[0] < max(
+                    self.min_wait_s, self.wait_fraction * waited[2]
+                ):
+                    continue
+                waits[id(stretch)] = waited
             known = best.get(stretch.model)  # keep the worst queue, then the longest
             if known is None or (peak, stretch.seconds) > (known[2], known[0].seconds):
                 best[stretch.model] = (stretch, before, peak, peak_at)
@@ -198,7 +212,7 @@ class InstanceSaturation:
             return []
         # A parent whose instances were all busy awaiting a saturated child is that child's
         # caller, not a second bottleneck (doc_layout_rate_saturation: doc_router).
-        calls = callees(instances_of(window))
+        calls = callees(inst)
         waiting = {
             m
             for m, (s, *_rest) in best.items()
@@ -221,6 +235,7 @@ class InstanceSaturation:
                 limited.get(model),
                 callers.get(model) or Counter({c: 0 for c, cs in calls.items() if model in cs}),
                 [c for c in cancels if stretch.start_ns <= c.header.at_ns <= stretch.end_ns],
+                waits.get(id(stretch)),
             )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
         ]
@@ -234,6 +249,7 @@ class InstanceSaturation:
         allowed: int | None,
         callers: Counter[str],
         cancels: list[ev.FrontendCancellation],
+        waited: tuple[float, int, float] | None = None,
     ) -> Finding:
         n = len(s.instances)
         fed = (
@@ -254,9 +270,16 @@ class InstanceSaturation:
                 "rate limiter's resources, --rate-limit=execution_count, hold the others "
                 f"back), and {'that one was' if allowed == 1 else f'those {allowed} were'}"
             )
+        queue = f"its queue grew from {before:g} to {peak:g} requests"
+        if waited is not None:
+            queue = (
+                f"the {waited[1]} requests it took waited {waited[0]:.2f} s in its queue "
+                f"(median; its batches took {waited[2]:.2f} s), with at most {peak:g} in the "
+                "queue at once: each caller waits on its one call, so the queue cannot grow"
+            )
         summary = (
-            f"{who} busy for {s.seconds:.1f} s while its queue grew from {before:g} to "
-            f"{peak:g} requests (fed by {fed}): the model cannot keep up with its callers."
+            f"{who} busy for {s.seconds:.1f} s while {queue} (fed by {fed}): the model "
+            "cannot keep up with its callers."
         )
         cancel_advice = ""
         if cancels:
@@ -302,7 +325,13 @@ class InstanceSaturation:
                     "metrics",
                     peak_at,
                     series,
-                    f"pending {before:g} when the stretch began, peak {peak:g}",
+                    f"pending {before:g} when the stretch began, peak {peak:g}"
+                    + (
+                        f"; requests admitted in the stretch waited {waited[0]:.2f} s (median "
+                        f"of {waited[1]}) from prepared: to executing"
+                        if waited is not None
+                        else ""
+                    ),
                 ),
                 *(
                     [
@@ -408,3 +437,19 @@ def _limited(records: list[object]) -> dict[str, int]:
 
 def _overlap(a: Stretch, b: Stretch) -> bool:
     return a.start_ns < b.end_ns and b.start_ns < a.end_ns
+
+
+def _queued(executions: Iterable[Execution], s: Stretch) -> tuple[float, int, float] | None:
+    """``(median wait s, requests, median batch s)`` of the model's batches that began in
+    the stretch: each request's wait from its ``prepared:`` line to its batch's start. None
+    with fewer than three such requests."""
+    waits: list[float] = []
+    batches: list[float] = []
+    for e in executions:
+        if e.model != s.model or not s.start_ns <= e.start_ns <= s.end_ns or e.end_ns is None:
+            continue
+        batches.append((e.end_ns - e.start_ns) / 1e9)
+        waits += [(e.start_ns - r.prepared_ns) / 1e9 for r in e.requests]
+    if len(waits) < 3:
+        return None
+    return median(waits), len(waits), median(batches)

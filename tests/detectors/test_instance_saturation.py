@@ -6,6 +6,7 @@ from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.instance_saturation import InstanceSaturation, all_busy_stretches
 from observability.findings import Severity
+from tests.foreign.parsed import analysis
 
 
 def test_slow_single_instance_child_is_saturated_and_names_its_caller(faulty: Window) -> None:
@@ -60,3 +61,17 @@ def test_an_instance_held_by_a_hung_request_counts_as_one_long_execution() -> No
     (stretch,) = all_busy_stretches(records, until_ns=30 * s)
     assert stretch.seconds >= 9.9
     assert stretch.longest_s >= 10.9, "the hung execution, not the 0.1 s ones"
+
+
+def test_a_closed_loop_saturation_is_read_from_the_queue_wait() -> None:
+    """med_normalize_slow_saturation (tests/fixtures/foreign, Triton 2.51, README Round 18):
+    three gateway instances each wait on their one call to med_normalize, whose batches slowed
+    to 2 s: both instances busy for 20 s, the pending count never above 1, each call queued
+    0.7 s. med_healthy ran the same load with 6 ms batches."""
+    (found,) = [
+        f
+        for f in analysis("med_normalize_slow_saturation").findings
+        if f.kind == "instance_saturation"
+    ]
+    assert found.model == "med_normalize" and "waited 0.69 s in its queue" in found.summary
+    assert [f for f in analysis("med_healthy").findings if f.kind == "instance_saturation"] == []

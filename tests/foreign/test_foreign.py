@@ -65,16 +65,6 @@ GAPS: dict[str, str] = {
     "waits.py drops a possible self-call only when its origin is 'client', not 'step', and "
     "geo_enrich_0_0 (started 09.458121) really waits on its 4 geo_lookup calls (prepared "
     "09.460771-09.461620) queued behind the hung one (geo_lookup_0_0 executing since 09.236829)",
-    "med_normalize_slow_saturation": "instance_saturation needs the pending count to rise "
-    "by min_rise 1 during the all-busy stretch; both med_normalize instances are busy back to "
-    "back from 07:48:35.859 to the end (20.05 s, 19 executions of 2.00-2.01 s, each "
-    "'executing 1 requests' within 0.3 ms of the 'released 1 requests' before it), but the "
-    "three med_gateway instances, each blocked in exec() on its own call, never queue more "
-    "than one call behind two busy instances: nv_inference_pending_request_count"
-    "{model=med_normalize} alternates 0/1 (1 at 07:48:34.881 before the stretch, peak 1: rise "
-    "0). The queueing shows in nv_inference_queue_duration_us (0.33 s -> 14.88 s over the last "
-    "19 executions, 0.77 s each against 5.8 ms before the reload) and in the clients' latency "
-    "(max 4.04 s against 0.22 s in med_healthy): a closed-loop caller bounds the queue",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
