@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from observability import events as ev
-from observability.analyze import analyze_store
 from observability.findings import Evidence, Finding, Severity
 from observability.store import Store
+from tests.detectors.conftest import findings_at_end
 from tests.detectors.recording import RecordedRun
 
 pytest.importorskip("streamlit", reason="the triage app needs the app extra (streamlit)")
@@ -33,12 +33,12 @@ class AppStore:
 
 
 def _analysed(run: RecordedRun, folder: Path) -> AppStore:
-    """A copy of a recording's store with the findings ``analyze`` gives at its end saved."""
+    """A copy of a recording's store with the findings ``analyze`` gives at its end saved
+    (judged once per process on the recording's store: tests/detectors/conftest.py)."""
     path = folder / "store.db"
     shutil.copy(run.store, path)
     with Store(path) as store:
-        found = analyze_store(store, run.since_ns, run.until_ns, run.clock_offset_ns).findings
-        store.save_findings(found)
+        store.save_findings(list(findings_at_end(run)))
     return AppStore(path, run.log, run.since_ns, run.until_ns)
 
 

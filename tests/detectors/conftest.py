@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from observability.detectors import Window
+from observability.detectors import Window, run_detectors
+from observability.detectors.registry import default_detectors
+from observability.findings import Finding
 from observability.store import Store
 from tests.detectors.recording import RecordedRun
 
@@ -31,6 +33,21 @@ def _window(store: Path, since_ns: int, until_ns: int, clock_offset_ns: int) -> 
         store=Store(store, readonly=True),
         clock_offset_ns=clock_offset_ns,
     )
+
+
+def findings_at_end(run: RecordedRun) -> tuple[Finding, ...]:
+    """The findings ``analyze_store`` gives on the recording at its end (every default
+    detector over the window above), once per recording and process: the end-to-end test
+    (test_analyze_matches_watch) and the triage app's stores read the same ones, and the
+    window's lifecycles, derived once, serve them and the detector tests alike (a fresh
+    window derived them again: 0.9 s for faulty, 2 s for healthy)."""
+    return _findings(run.store, run.since_ns, run.until_ns, run.clock_offset_ns)
+
+
+@functools.cache
+def _findings(store: Path, since_ns: int, until_ns: int, offset: int) -> tuple[Finding, ...]:
+    window = _window(store, since_ns, until_ns, offset)
+    return tuple(run_detectors(default_detectors(), window))
 
 
 @pytest.fixture(scope="session")
