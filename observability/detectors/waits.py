@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
-from observability.detectors.origins import CALL, CLIENT, origins
+from observability.detectors.origins import CALL, CLIENT, STEP, origins
 from observability.detectors.window import Window
 
 __all__ = ["Call", "Waits", "callees", "origins_of", "waits_of"]
@@ -174,7 +174,7 @@ def origins_of(window: Window) -> dict[tuple[int, int], str]:
         ev.InstanceExecuting,
         ev.InstanceReleased,
     )
-    result = origins(window.logs(*kinds))
+    result = origins(window.logs(*kinds), window.whole_seconds)
     _origins_cache[key] = (weakref.ref(window, lambda _ref: _origins_cache.pop(key, None)), result)
     return result
 
@@ -188,6 +188,20 @@ def _others_running(req: Admitted, inst: Instances) -> bool:
         e.model != req.model and e.start_ns < at and (e.end_ns is None or e.end_ns >= at)
         for e in inst.executions
     )
+
+
+def _step_models(inst: Instances, origin: dict[tuple[int, int], str]) -> set[str]:
+    """Models most of whose completed requests came as an ensemble's steps: only for them
+    is a step's reading near a release more than chance (a BLS child's requests fall near
+    releases too: ch_self_deadlock's self-call, 1 ms into its caller, is one). Not on a
+    whole-second log, where every line of a second is near one."""
+    seen: dict[str, list[int]] = {}
+    for e in inst.executions:
+        for r in e.requests:
+            tally = seen.setdefault(r.model, [0, 0])
+            tally[0] += origin.get((r.prepared_ns, r.offset)) == STEP
+            tally[1] += 1
+    return {m for m, (k, n) in seen.items() if n >= 10 and 2 * k >= n}
 
 
 def analyse(
@@ -207,6 +221,7 @@ def analyse(
     for caller, models in learned.items():
         for model in models:
             called_by.setdefault(model, set()).add(caller)
+    steps = set() if whole_seconds else _step_models(inst, origin or {})
     told = CLIENT in (origin or {}).values()
     """Whether the log tells clients' requests (its frontend lines): else every request
     reads as a call, and a late one is no self-call for that."""
@@ -223,6 +238,8 @@ def analyse(
                 came = (origin or {}).get((req.prepared_ns, req.offset))
                 if req.execution is not None or came == CLIENT:
                     continue  # its frontend line is right before it: another client's request
+                if came == STEP and req.model in steps:
+                    continue  # an ensemble's next step, to a model ensembles call
                 late = req.prepared_ns - parent.start_ns > _SELF_CALL_NS
                 if late and not (came == CALL and told and not _others_running(req, inst)):
                     continue  # later, only a call no client, step or other model explains

@@ -58,13 +58,6 @@ GAPS: dict[str, str] = {
     "its one PIECE, the sum_lm request of its second chunk and that stream's single "
     "SUMMARY_TOKEN all fall in 07:49:22Z among 3 other streams' calls; 675 sum_lm requests, "
     "2021 SUMMARY_TOKEN outputs, 673 sum_detok calls, 216 streams with 214 final flags",
-    "geo_lookup_hang": "false bls_deadlock beside the right hung_request: the queued geo_enrich "
-    "request that waits.py takes for geo_enrich_0_0's self-call is the ensemble's next step "
-    "(prepared 07:47:09.487054, 0.3 ms before 'geo_decode_0_0 released 1 requests'; origins.py "
-    "calls it 'step'), admitted 29 ms after geo_enrich_0_0 started, inside _SELF_CALL_NS (50 ms); "
-    "waits.py drops a possible self-call only when its origin is 'client', not 'step', and "
-    "geo_enrich_0_0 (started 09.458121) really waits on its 4 geo_lookup calls (prepared "
-    "09.460771-09.461620) queued behind the hung one (geo_lookup_0_0 executing since 09.236829)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
