@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.loads import attempts
 from observability.detectors.window import Window
 from observability.store import Store
 
@@ -216,15 +217,11 @@ class LiveWindow:
 
 
 def _open_loads(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
-    """Keys of the ``loading`` lines whose model logged no load end (loaded, failed) after."""
-    last: dict[str, tuple[int, tuple[object, ...] | None]] = {}
-    for key, (at, event) in kept.items():
-        if not isinstance(event, ev.ModelStateChange) or event.state not in _LOAD_STATES:
-            continue
-        known = last.get(event.model)
-        if known is None or at >= known[0]:
-            last[event.model] = (at, key if event.state == "loading" else None)
-    return {key for _, key in last.values() if key is not None}
-
-
-_LOAD_STATES = frozenset({"loading", "loaded", "failed"})
+    """Keys of the ``loading`` lines of loads not ended since, as ``loads.attempts`` pairs
+    them for ``model_load_stuck``."""
+    changes = sorted(
+        ((at, key, e) for key, (at, e) in kept.items() if isinstance(e, ev.ModelStateChange)),
+        key=lambda row: row[0],
+    )
+    still = {id(a.begun) for a in attempts(e for _, _, e in changes) if a.ended is None}
+    return {key for _, key, e in changes if id(e) in still}

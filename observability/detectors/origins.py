@@ -26,11 +26,11 @@ everywhere, can otherwise only leave a call unexplained-as-a-call, never invent 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from observability import events as ev
 
-__all__ = ["CALL", "CLIENT", "STEP", "origins"]
+__all__ = ["CALL", "CLIENT", "STEP", "mostly_steps", "origins", "shares"]
 
 CLIENT, STEP, CALL = "client", "step", "call"
 
@@ -50,23 +50,45 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     second pass keeps such lines from the models clients hardly ever called in the first."""
     records = list(records)
     first = _origins(records, frozenset())
-    sent: dict[str, list[int]] = {}
-    for r in records:
-        if isinstance(r, ev.RequestPrepared):
-            tally = sent.setdefault(r.model, [0, 0])
-            tally[0] += first.get((r.header.at_ns, r.header.offset)) == CLIENT
-            tally[1] += 1
+    prepared = [
+        (r.model, (r.header.at_ns, r.header.offset))
+        for r in records
+        if isinstance(r, ev.RequestPrepared)
+    ]
+    sent = shares(first, prepared, CLIENT)
     internal = frozenset(
         m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
     )  # a model no frontend line went to has nothing to take back: no second pass for it
     found = _origins(records, internal) if internal else first
     # Whole-second times (Window.whole_seconds) put every line of a second near a release:
     # nearness says nothing there, so no model's share of it does either.
-    return found if whole_seconds else _steps_by_model(records, found)
+    return found if whole_seconds else _steps_by_model(records, found, prepared)
+
+
+def shares(
+    origin: Mapping[tuple[int, int], str],
+    requests: Iterable[tuple[str, tuple[int, int]]],
+    kind: str,
+) -> dict[str, tuple[int, int]]:
+    """Per model, how many of its ``(model, prepared key)`` requests ``origin`` reads as
+    ``kind``, of how many: which models clients call, which are ensembles' steps."""
+    tally: dict[str, list[int]] = {}
+    for model, key in requests:
+        seen = tally.setdefault(model, [0, 0])
+        seen[0] += origin.get(key) == kind
+        seen[1] += 1
+    return {m: (k, n) for m, (k, n) in tally.items()}
+
+
+def mostly_steps(share: Mapping[str, tuple[int, int]]) -> set[str]:
+    """Models at least half of whose (ten or more) requests were steps."""
+    return {m for m, (k, n) in share.items() if n >= 10 and k >= _STEP_SHARE * n}
 
 
 def _steps_by_model(
-    records: list[object], found: dict[tuple[int, int], str]
+    records: list[object],
+    found: dict[tuple[int, int], str],
+    prepared: list[tuple[str, tuple[int, int]]],
 ) -> dict[tuple[int, int], str]:
     """A step's admission lies near another step's release by chance as often as a BLS
     call's does, so the models decide: a model whose requests were mostly steps is an
@@ -74,23 +96,17 @@ def _steps_by_model(
     ``_STEP_EARLY_NS``: 2.6 ms in geo_lookup_hang) is one too; a model whose requests were
     hardly ever steps is called from inside models, and its requests near a release are
     calls (geo_lookup's, 0.1 ms after geo_decode's release)."""
-    share: dict[str, list[int]] = {}
-    prepared = [r for r in records if isinstance(r, ev.RequestPrepared)]
-    for r in prepared:
-        tally = share.setdefault(r.model, [0, 0])
-        tally[0] += found.get((r.header.at_ns, r.header.offset)) == STEP
-        tally[1] += 1
-    steps = {m for m, (k, n) in share.items() if n >= 10 and k >= _STEP_SHARE * n}
+    share = shares(found, prepared, STEP)
+    steps = mostly_steps(share)
     calls = {m for m, (k, n) in share.items() if n >= 10 and k < _CLIENT_SHARE * n}
     if not steps and not calls:
         return found
     releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
     out = dict(found)
-    for r in prepared:
-        key = (r.header.at_ns, r.header.offset)
-        if r.model in calls and out.get(key) == STEP:
+    for model, key in prepared:
+        if model in calls and out.get(key) == STEP:
             out[key] = CALL
-        elif r.model in steps and out.get(key) == CALL and _released_soon(releases, key[0]):
+        elif model in steps and out.get(key) == CALL and _released_soon(releases, key[0]):
             out[key] = STEP
     return out
 

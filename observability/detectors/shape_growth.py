@@ -108,8 +108,8 @@ class ShapeGrowthDetector:
         for (model, instance, name), points in series.items():
             found = self._growth(points, reqs)
             if found is None:
-                chains = len(versions.get(model, ())) or 1
-                for chain in _chains(points, chains) if chains > 1 else [points]:
+                served = len(versions.get(model, ()))
+                for chain in _chains(points, served) if served > 1 else [points]:
                     found = self._carried_without_ids(chain, requests)
                     if found is not None:
                         break

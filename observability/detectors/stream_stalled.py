@@ -109,9 +109,10 @@ class StreamStalled:
         policy = DeadlinePolicy(
             self.deadline_s, self.floor_s, self.multiple, overrides=self.deadlines
         )
+        deaths = _deaths(window) if streams else []
         for model in sorted({s.model for s in streams} - covered):
             finding = self._log_finding(
-                window, model, [s for s in streams if s.model == model], policy
+                window, model, [s for s in streams if s.model == model], policy, deaths
             )
             if finding is not None:
                 out.append(finding)
@@ -233,12 +234,16 @@ class StreamStalled:
 
     # -- the log's witness -------------------------------------------------------------------
     def _log_finding(
-        self, window: Window, model: str, streams: list[LogStream], policy: DeadlinePolicy
+        self,
+        window: Window,
+        model: str,
+        streams: list[LogStream],
+        policy: DeadlinePolicy,
+        deaths: list[int],
     ) -> Finding | None:
         now = window.until_ns
         gaps = [g / 1e9 for s in streams for g in s.gaps_ns]
         deadline = policy.deadline_s(model, gaps)
-        deaths = _deaths(window)
         # A stream open when the server died was lost with it, not stalled by a model.
         stalled = [
             s

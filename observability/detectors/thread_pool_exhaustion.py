@@ -146,14 +146,7 @@ def fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[F
         gap = max(1_000_000, int(wave_gap * median(latencies))) if latencies else 1_000_000
         released = [k.released_ns for k in kids if k.released_ns is not None]
         sizes = _waves(created, released, gap, window.whole_seconds)
-        edges = sorted(  # at equal times a departure counts before an arrival
-            [(k.created_ns, 1) for k in kids]
-            + [(k.released_ns, -1) for k in kids if k.released_ns is not None]
-        )
-        inflight = peak = 0
-        for _at, step in edges:
-            inflight += step
-            peak = max(peak, inflight)
+        peak = _peak(created, released)
         plateau = _plateau(sizes, peak, window.whole_seconds)
         if plateau is None:
             continue
@@ -204,6 +197,16 @@ def _waves(created: list[int], ended: list[int], gap: int, by_order: bool) -> li
         else:
             sizes[-1] += 1
     return sizes
+
+
+def _peak(created: list[int], ended: list[int]) -> int:
+    """Most children in flight at once; at equal times a departure counts before an
+    arrival."""
+    inflight = peak = 0
+    for _at, step in sorted([(t, 1) for t in created] + [(t, -1) for t in ended]):
+        inflight += step
+        peak = max(peak, inflight)
+    return peak
 
 
 def _plateau(sizes: list[int], peak: int, by_order: bool) -> int | None:
@@ -282,11 +285,7 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
         spread = created[-1] - created[0]
         if not latencies or (not by_order and spread > 3 * len(sizes) * median(latencies)):
             continue  # waves a child latency apart, or sparse calls a long batch collected
-        edges = sorted([(t, 1) for t in created] + [(end, -1) for _, end in ended])
-        inflight = peak = 0
-        for _at, step in edges:
-            inflight += step
-            peak = max(peak, inflight)
+        peak = _peak(created, [end for _, end in ended])
         plateau = _plateau(sizes, peak, by_order)
         if plateau is None:
             continue

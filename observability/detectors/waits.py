@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
-from observability.detectors.origins import CALL, CLIENT, STEP, origins
+from observability.detectors.origins import CALL, CLIENT, STEP, mostly_steps, origins, shares
 from observability.detectors.window import Window
 
 __all__ = ["Call", "Waits", "callees", "origins_of", "waits_of"]
@@ -195,13 +195,8 @@ def _step_models(inst: Instances, origin: dict[tuple[int, int], str]) -> set[str
     is a step's reading near a release more than chance (a BLS child's requests fall near
     releases too: ch_self_deadlock's self-call, 1 ms into its caller, is one). Not on a
     whole-second log, where every line of a second is near one."""
-    seen: dict[str, list[int]] = {}
-    for e in inst.executions:
-        for r in e.requests:
-            tally = seen.setdefault(r.model, [0, 0])
-            tally[0] += origin.get((r.prepared_ns, r.offset)) == STEP
-            tally[1] += 1
-    return {m for m, (k, n) in seen.items() if n >= 10 and 2 * k >= n}
+    done = ((r.model, (r.prepared_ns, r.offset)) for e in inst.executions for r in e.requests)
+    return mostly_steps(shares(origin, done, STEP))
 
 
 def analyse(
