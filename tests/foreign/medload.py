@@ -10,7 +10,6 @@ tritonclient and perf_analyzer send them by default.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from observability.load.client import Outcome, Status
+from tests.foreign.seqload import HttpClient
 
 __all__ = ["MedClient", "scans"]
 
@@ -37,24 +37,13 @@ def scans(rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-class MedClient:
-    """One HTTP client for one thread (tritonclient's clients are not shared across threads);
-    ``infer`` has ``TritonClient.infer``'s signature plus ``version``."""
+class MedClient(HttpClient):
+    """``infer`` has ``TritonClient.infer``'s signature plus ``version``."""
 
     def __init__(self, url: str, timeout_s: float, send_ids: bool = False) -> None:
-        import tritonclient.http as tc
-
-        self._tc: Any = tc
+        super().__init__(url, timeout_s)
         self.timeout_s = timeout_s
         self.send_ids = send_ids
-        self.address = url.removeprefix("http://").rstrip("/")
-        self._client: Any = tc.InferenceServerClient(
-            self.address, connection_timeout=timeout_s, network_timeout=timeout_s
-        )
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing must not mask the outcomes gathered
-            self._client.close()
 
     def infer(
         self,

@@ -20,7 +20,14 @@ import numpy as np
 
 from observability.load.client import Outcome, Status
 
-__all__ = ["SEQ_KEYS", "SequenceClient", "inject_sequence", "sequence_worker", "warm_up"]
+__all__ = [
+    "SEQ_KEYS",
+    "HttpClient",
+    "SequenceClient",
+    "inject_sequence",
+    "sequence_worker",
+    "warm_up",
+]
 
 STEPS = 4
 """Steps of a background client's sequence."""
@@ -34,8 +41,9 @@ Add = Callable[[str, object, float], None]
 """``Outcomes.add`` of the recorder."""
 
 
-class SequenceClient:
-    """One HTTP client for one thread (tritonclient's clients are not shared across threads)."""
+class HttpClient:
+    """One HTTP client for one thread (tritonclient's clients are not shared across threads):
+    what the recorder's HTTP families' clients share."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
         import tritonclient.http as tc
@@ -49,6 +57,10 @@ class SequenceClient:
     def close(self) -> None:
         with contextlib.suppress(Exception):  # closing must not mask the outcomes gathered
             self._client.close()
+
+
+class SequenceClient(HttpClient):
+    """Sends one step of a sequence and checks its answer."""
 
     def call(
         self,
