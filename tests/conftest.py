@@ -75,7 +75,7 @@ def _reads_the_corpus(item: pytest.Item) -> bool:
     analyses are cached per process, and spread over two workers each would analyse the 131
     recordings again (about 20 CPU-s of the quick suite)."""
     module = getattr(item, "module", None)
-    shared = (corpus.analysis, corpus.parsed, corpus.window)
+    shared = (corpus.analysis, corpus.parsed, corpus.window, corpus.log_window, corpus.log_findings)
     return module is not None and any(v in shared for v in vars(module).values() if callable(v))
 
 

@@ -5,8 +5,9 @@ grows while *every* instance is executing means the model cannot keep up with it
 in a BLS pipeline usually one slow child behind a parent with many instances (8 router
 instances calling 1 classifier instance). Busy time comes from the verbose log (``model M,
 instance I, executing N requests`` … ``model instance name I released N requests``), the queue
-from
-``nv_inference_pending_request_count{model}``.
+from ``nv_inference_pending_request_count{model}``; with no /metrics (a user's log alone) from
+the log itself: each request from its ``prepared:`` line to the batch that took it
+(``instances.py``), read once a second as a scrape reads the gauge.
 
 What it deliberately does not flag:
 
@@ -40,7 +41,8 @@ from statistics import median
 
 from observability import events as ev
 from observability.detectors.backend_failures import failing
-from observability.detectors.instances import Execution, instances_of
+from observability.detectors.instances import Execution, Instances, instances_of
+from observability.detectors.stub_unhealthy import dead_stubs
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -48,6 +50,8 @@ from observability.findings import Evidence, Finding, Severity
 __all__ = ["InstanceSaturation", "Stretch", "all_busy_stretches"]
 
 PENDING = "nv_inference_pending_request_count"
+_LOG_SCRAPE_NS = 1_000_000_000
+"""How often the queue a log alone tells is read (see ``_sampled``): a scrape's interval."""
 
 
 @dataclass(frozen=True)
@@ -188,13 +192,23 @@ class InstanceSaturation:
         if not stretches:
             return []
         dead = {f.model for f in failing(window)}  # failed executions are no work done
+        dead |= {d.model for d in dead_stubs(window)}
         stretches = [s for s in stretches if s.model not in dead]
         pending = _pending_by_model(window)
         best: dict[str, tuple[Stretch, float, float, int]] = {}
         waits: dict[int, tuple[float, int, float]] = {}
         inst = instances_of(window)
+        logged: dict[str, list[tuple[int, int]]] | None = None
+        from_log: set[int] = set()
         for stretch in stretches:
-            rise = _rise(pending.get(stretch.model, []), stretch)
+            points = pending.get(stretch.model)
+            if points is None:  # no /metrics (a log alone): the queue the log tells
+                if window.whole_seconds and stretch.seconds < self.min_busy_s + 1.0:
+                    continue  # whole seconds: 2 s may be one (emb_tokenize_cold_start_iso)
+                logged = _queue_spans(inst) if logged is None else logged
+                points = _sampled(logged.get(stretch.model, []), stretch)
+                from_log.add(id(stretch))
+            rise = _rise(points, stretch)
             if rise is None:
                 continue
             before, peak, peak_at = rise
@@ -236,6 +250,7 @@ class InstanceSaturation:
                 callers.get(model) or Counter({c: 0 for c, cs in calls.items() if model in cs}),
                 [c for c in cancels if stretch.start_ns <= c.header.at_ns <= stretch.end_ns],
                 waits.get(id(stretch)),
+                id(stretch) in from_log,
             )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
         ]
@@ -250,6 +265,7 @@ class InstanceSaturation:
         callers: Counter[str],
         cancels: list[ev.FrontendCancellation],
         waited: tuple[float, int, float] | None = None,
+        from_log: bool = False,
     ) -> Finding:
         n = len(s.instances)
         fed = (
@@ -322,10 +338,11 @@ class InstanceSaturation:
                     f"the longest {s.longest_s:.2f} s",
                 ),
                 Evidence(
-                    "metrics",
+                    "log" if from_log else "metrics",
                     peak_at,
-                    series,
+                    "triton.log prepared: to executing (no /metrics)" if from_log else series,
                     f"pending {before:g} when the stretch began, peak {peak:g}"
+                    + (" (the log's, read once a second)" if from_log else "")
                     + (
                         f"; requests admitted in the stretch waited {waited[0]:.2f} s (median "
                         f"of {waited[1]}) from prepared: to executing"
@@ -368,6 +385,30 @@ def _pending_by_model(window: Window) -> dict[str, list[tuple[int, float]]]:
     for _target, at_ns, sample in window.samples(PENDING):
         out.setdefault(sample.label("model"), []).append((at_ns, sample.value))
     return out
+
+
+def _queue_spans(inst: Instances) -> dict[str, list[tuple[int, int]]]:
+    """Model -> ``(admitted, taken)`` of each request the log shows queued: from its
+    ``prepared:`` line to the start of the batch that took it (``-1``: still queued at the
+    window's end)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for e in inst.executions:
+        spans = out.setdefault(e.model, [])
+        spans += [(r.prepared_ns, e.start_ns) for r in e.requests]
+    for model, queue in inst.queued.items():
+        out.setdefault(model, []).extend((r.prepared_ns, -1) for r in queue)
+    return out
+
+
+def _sampled(spans: list[tuple[int, int]], s: Stretch) -> list[tuple[int, float]]:
+    """The log's queue of a model read as ``nv_inference_pending_request_count`` would be
+    scraped: once a second from the stretch's start, so that a request that waited a
+    millisecond for a batch is no more a queue here than on /metrics."""
+    near = [(a, t) for a, t in spans if a <= s.end_ns and (t < 0 or t > s.start_ns)]
+    return [
+        (at, float(sum(1 for a, taken in near if a <= at and (taken > at or taken < 0))))
+        for at in range(s.start_ns, s.end_ns + 1, _LOG_SCRAPE_NS)
+    ]
 
 
 def _rise(points: list[tuple[int, float]], s: Stretch) -> tuple[float, float, int] | None:

@@ -36,6 +36,7 @@ from observability.detectors.empty_answers import EmptyRun, answering_empty
 from observability.detectors.instances import instances_of
 from observability.detectors.output_contract import breaches
 from observability.detectors.requests import log_ref
+from observability.detectors.stub_unhealthy import dead_stubs
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -281,6 +282,8 @@ class ModelFailing:
         runs = answering_empty(window)
         if not runs:
             return []
+        # A stub dead on a log alone answers empty too: stub_unhealthy's (rec_stub_killed).
+        failing_models = failing_models | {d.model for d in dead_stubs(window)}
         failing_or_empty = failing_models | {r.model for r in runs}
         inst = instances_of(window)
         calls = callees(inst)

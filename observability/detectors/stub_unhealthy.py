@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from statistics import median
 
 from observability import events as ev
 from observability.detectors.backend_failures import (
@@ -35,6 +36,7 @@ from observability.detectors.backend_failures import (
 )
 from observability.detectors.instances import Execution, instances_of
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -73,19 +75,25 @@ class StubUnhealthyDetector:
         found += [self._failing_finding(f, f.model in python) for f in runs if f.model not in named]
         named |= {f.model for f in runs}
         return found + [
-            self._half_dead_finding(window, d) for d in half_dead(window) if d.model not in named
+            self._dead_finding(window, d) for d in dead_stubs(window) if d.model not in named
         ]
 
-    def _half_dead_finding(self, window: Window, d: HalfDead) -> Finding:
+    def _dead_finding(self, window: Window, d: DeadStub) -> Finding:
         first, last = d.batches[0], d.batches[-1]
         failed = _failures_since(window, d.model, first.start_ns)
         summary = (
             f"The python stub of {d.instance} is dead: since its batch at "
             f"{(window.until_ns - first.start_ns) / 1e9:.0f} s before the end, its "
             f"{len(d.batches)} batches each took {d.seconds:.2f} s (the backend's wait for a "
-            f"stub that no longer answers) and failed, while {', '.join(d.alive)} kept "
-            "serving"
+            "stub that no longer answers) and failed"
+            + (f", while {', '.join(d.alive)} kept serving" if d.alive else "")
             + (f" ({FAILURES}, BACKEND, rose by {failed:g})" if failed else "")
+            + (
+                f" (its batches took {_took(d.usual_s)} before; no response since carried an "
+                "output, and Triton wrote no line for it)"
+                if d.usual_s is not None
+                else ""
+            )
             + ". Triton 2.51 does not restart it: every request sent to it fails until the "
             "model is reloaded, and health stays 200."
         )
@@ -218,28 +226,39 @@ def _victim(
 
 
 @dataclass(frozen=True)
-class HalfDead:
-    """An instance whose stub died while the model's other instances serve."""
+class DeadStub:
+    """An instance whose stub died: each of its last batches waited out the backend's
+    timeout and failed."""
 
     model: str
     instance: str
     batches: list[Execution]
     seconds: float
     alive: list[str]
+    """The model's other instances that kept answering meanwhile (none: it had no other)."""
+    usual_s: float | None = None
+    """The instance's median batch before (when told by the log alone: no /metrics)."""
 
 
 _DEAD_STUB_S = (0.95, 1.10)
 """How long the python backend waits for a stub that no longer answers before it fails the
 batch: 1.00 s on 2.51 (rec_stub_killed, kws_frontend_stub_restart: 1.000-1.002 s each)."""
 _MIN_DEAD_BATCHES = 5
+_FAST_BEFORE = 0.5
+"""Without a sibling answering meanwhile, the instance's own batches before the run must
+have taken under this share of the timeout: a model whose execute takes a second is slow,
+not dead."""
 
 
-def half_dead(window: Window) -> list[HalfDead]:
+def dead_stubs(window: Window) -> list[DeadStub]:
     """Instances whose last batches (``_MIN_DEAD_BATCHES`` or more, to the window's end) each
-    lasted the backend's stub timeout, of a model with another instance answering faster
-    meanwhile, and whose failures rose on /metrics: a stub killed (the OOM killer, a
-    segfault in native code) while its siblings live on. A model whose every request fails
-    is ``failing()``'s; this is the one /metrics alone cannot show (successes keep rising)."""
+    lasted the backend's stub timeout and failed: a stub killed (the OOM killer, a segfault
+    in native code). Failed is read on /metrics (BACKEND failures rose) or, with no failure
+    counter for the model (a log alone), from the log: its responses since carried no
+    output (``empty_answers``). A model whose every request fails is ``failing()``'s on
+    /metrics; this is the one /metrics alone cannot show (a sibling's successes keep rising)
+    and the one a log alone shows (rec_stub_killed, emb_pool_stub_oom,
+    kws_frontend_stub_restart: one instance, no line written)."""
     inst = instances_of(window)
     per: dict[str, list[Execution]] = {}
     for e in inst.executions:
@@ -267,10 +286,43 @@ def half_dead(window: Window) -> list[HalfDead]:
                 for b in batches
             )
         )
-        if alive and _failures_since(window, model, run[0].start_ns) >= _MIN_DEAD_BATCHES:
-            seconds = sum(((e.end_ns or 0) - e.start_ns) / 1e9 for e in run) / len(run)
-            out.append(HalfDead(model, name, run, seconds, alive))
-    return out
+        seconds = sum(((e.end_ns or 0) - e.start_ns) / 1e9 for e in run) / len(run)
+        if per_scrape(window, FAILURES, model, BACKEND_REASONS):
+            if alive and _failures_since(window, model, run[0].start_ns) >= _MIN_DEAD_BATCHES:
+                out.append(DeadStub(model, name, run, seconds, alive))
+            continue
+        before = [((e.end_ns or 0) - e.start_ns) / 1e9 for e in done[: len(done) - len(run)]]
+        usual = median(before) if before else None
+        if not alive and (usual is None or usual >= _FAST_BEFORE * _DEAD_STUB_S[0]):
+            continue
+        # Calls bounded to a second into a model that hangs read the same on a log alone,
+        # and with no ids the calls are not known (asr_encoder_hang_bounded: asr_router).
+        hung = any(e.model != model and e.start_ns < run[0].start_ns for e in inst.open.values())
+        if not hung and _answered_empty(window, model, name, run[0].start_ns):
+            out.append(DeadStub(model, name, run, seconds, alive, usual))
+    # A BLS caller of a dead stub waits out the same timeout and answers its error: each of
+    # its batches lasts the timeout too (kws_gateway over kws_frontend_stub_restart).
+    calls = callees(inst)
+    dead = {d.model for d in out}
+    return [d for d in out if not calls.get(d.model, set()) & (dead - {d.model})]
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 0.1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _answered_empty(window: Window, model: str, instance: str, since_ns: int) -> bool:
+    """Whether the instance's responses since ``since_ns`` (``_MIN_DEAD_BATCHES`` or more)
+    carried no output, after ``_MIN_DEAD_BATCHES`` before that did: its failures, as a log
+    tells them (an error response writes no output line)."""
+    mine = [c for c in requests_of(window).answered.get(model, []) if c.instance == instance]
+    after = [c for c in mine if (c.executing_ns or 0) >= since_ns]
+    said = [c for c in mine if (c.executing_ns or 0) < since_ns and c.outputs]
+    return (
+        len(after) >= _MIN_DEAD_BATCHES
+        and not any(c.outputs for c in after)
+        and len(said) >= _MIN_DEAD_BATCHES
+    )
 
 
 def _failures_since(window: Window, model: str, since_ns: int) -> float:

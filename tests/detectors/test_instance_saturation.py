@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.instance_saturation import InstanceSaturation, all_busy_stretches
 from observability.findings import Severity
-from tests.foreign.parsed import analysis
+from tests.foreign.parsed import FIXTURES, analysis, log_findings
 
 
 def test_slow_single_instance_child_is_saturated_and_names_its_caller(faulty: Window) -> None:
@@ -75,3 +79,41 @@ def test_a_closed_loop_saturation_is_read_from_the_queue_wait() -> None:
     ]
     assert found.model == "med_normalize" and "waited 0.69 s in its queue" in found.summary
     assert [f for f in analysis("med_healthy").findings if f.kind == "instance_saturation"] == []
+
+
+@pytest.mark.parametrize(
+    "name, model",
+    [
+        ("asr_cancelled_keep_running", "asr_router"),
+        ("doc_layout_rate_saturation", "doc_layout"),
+        ("emb_encode_saturated", "emb_encode"),
+        ("geo_lookup_saturated", "geo_lookup"),
+        ("med_normalize_slow_saturation", "med_normalize"),
+        ("rec_instance_saturation", "rec_scorer"),
+        ("vid_gateway_bls_timeout", "vid_track"),
+    ],
+)
+def test_a_log_alone_tells_the_queue_from_its_prepared_lines(name: str, model: str) -> None:
+    """Without /metrics the pending count is the log's: each request from its ``prepared:``
+    line to the batch that took it, read once a second as a scrape would."""
+    found = [f for f in log_findings(name) if f.kind == "instance_saturation"]
+    assert [f.model for f in found] == [model], [f.summary for f in found]
+    assert not [e for e in found[0].evidence if e.source == "metrics"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *sorted(
+            p.parent.name
+            for p in FIXTURES.glob("*/expected.json")
+            if json.loads(p.read_text()).get("healthy")
+        ),
+        "emb_tokenize_cold_start_iso",  # whole seconds: a burst after a cold start
+        "rec_stub_killed",  # a dead stub's 1 s batches are no work
+        "emb_pool_stub_oom",
+    ],
+)
+def test_a_log_alone_of_a_healthy_pipeline_is_not_saturated(name: str) -> None:
+    found = [f.summary for f in log_findings(name) if f.kind == "instance_saturation"]
+    assert found == []

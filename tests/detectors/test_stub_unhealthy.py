@@ -16,7 +16,7 @@ from collectors.logs.parser import parse_bytes
 from observability.detectors import Window
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector, model_of_instance
 from observability.findings import Severity
-from tests.foreign.parsed import analysis
+from tests.foreign.parsed import analysis, log_findings
 
 pytestmark = pytest.mark.lab
 
@@ -138,3 +138,33 @@ def test_a_stub_that_failed_to_start_in_a_failed_load_is_not_a_dead_stub() -> No
     initialize Python stub', no instance named, then 'failed to load'); the old copy serves."""
     found = analysis("kws_classifier_reload_fails").findings
     assert [f for f in found if f.kind == "stub_unhealthy"] == []
+
+
+@pytest.mark.parametrize(
+    "name, model, instance",
+    [
+        ("rec_stub_killed", "rec_scorer", "rec_scorer_0_0"),
+        ("emb_pool_stub_oom", "emb_pool", "emb_pool_0_0"),
+        ("kws_frontend_stub_restart", "kws_frontend", "kws_frontend_0_0"),
+    ],
+)
+def test_a_log_alone_shows_a_dead_stub_by_its_one_second_batches(
+    name: str, model: str, instance: str
+) -> None:
+    """Triton writes no line when a stub is killed. On /metrics it is failures with no
+    success; a user holding only the log still sees it: from the kill on, each batch of that
+    instance waits out the backend's 1.00 s and answers no output, where they took
+    milliseconds before. A caller timing out its calls to a hung model after one second
+    (asr_encoder_hang_bounded's asr_router) and the caller of a dead stub (kws_gateway) look
+    the same and are not reported."""
+    found = [f for f in log_findings(name) if f.severity.rank]
+    dead = [(f.kind, f.model, f.instance) for f in found if f.kind == "stub_unhealthy"]
+    assert dead == [("stub_unhealthy", model, instance)], found
+    assert "each took 1.00 s" in found[0].summary and "before" in found[0].summary
+    assert {f.kind for f in found} == {"stub_unhealthy"}, [f.summary for f in found]
+
+
+def test_a_log_alone_reads_no_dead_stub_into_a_call_timeout_on_a_hang() -> None:
+    found = log_findings("asr_encoder_hang_bounded")
+    assert [f.model for f in found if f.kind == "stub_unhealthy"] == []
+    assert ("hung_request", "asr_encoder") in {(f.kind, f.model) for f in found}

@@ -20,6 +20,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from observability import events as ev
 from observability.analyze import (
     AnalysisResult,
     ParsedBundle,
@@ -29,10 +30,13 @@ from observability.analyze import (
     analyze_events,
     parse_bundle,
 )
+from observability.detectors import run_detectors
+from observability.detectors.registry import default_detectors
 from observability.detectors.window import Window
+from observability.findings import Finding
 from tests.fixtures.recordings import REPO, ingest_fingerprint
 
-__all__ = ["analysis", "parsed"]
+__all__ = ["analysis", "log_findings", "log_window", "parsed"]
 
 FIXTURES = REPO / "tests" / "fixtures" / "foreign"
 
@@ -112,3 +116,22 @@ def window(name: str) -> Window:
     since, until = _bounds(p.meta.started_at, p.meta.ended_at, span)
     assert since is not None and until is not None, name
     return Window(since, until, events=p.events, clock_offset_ns=p.meta.epoch_minus_monotonic_ns)
+
+
+def log_window(name: str) -> Window:
+    """Scenario ``name``'s log alone (no /metrics, stats or traces), judged at its last line:
+    what ``analyze`` reads when a user hands over only ``triton.log`` (``bundle/loose.py``)."""
+    lines = [
+        e
+        for e in parsed(name).events
+        if getattr(e, "header", None) is not None or isinstance(e, ev.StubOutput)
+    ]
+    stamps = [e.header.at_ns for e in lines if not isinstance(e, ev.StubOutput)]
+    assert stamps, name
+    return Window(min(stamps), max(stamps), events=lines)
+
+
+@cache
+def log_findings(name: str) -> list[Finding]:
+    """What every detector finds in scenario ``name``'s log alone (:func:`log_window`)."""
+    return run_detectors(default_detectors(), log_window(name))
