@@ -17,11 +17,10 @@ a model is reported once, by the kind that is true.
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 
 from observability import events as ev
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 
 __all__ = [
     "BACKEND_REASONS",
@@ -158,20 +157,12 @@ class Raised:
     model's ``Failed to process the request(s)`` text (a BLS child's error re-raised)."""
 
 
-_cache: dict[int, tuple[weakref.ref[Window], dict[str, list[Raised]]]] = {}
-
-
+@per_window
 def raised(window: Window) -> dict[str, list[Raised]]:
     """The error lines of raising executes in the window, by model, in time order; read once
     per window object (``stub_unhealthy`` and ``model_failing`` both ask, the latter twice).
     Read-only."""
-    hit = _cache.get(id(window))
-    if hit is not None and hit[0]() is window:
-        return hit[1]
-    result = _raised_lines(window.logs(ev.ErrorLine))
-    key = id(window)
-    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
-    return result
+    return _raised_lines(window.logs(ev.ErrorLine))
 
 
 def _raised_lines(lines: list[ev.ErrorLine]) -> dict[str, list[Raised]]:

@@ -24,7 +24,6 @@ for ``_IDLE_SLACK_NS`` while it waited, since an idle instance takes a queued re
 
 from __future__ import annotations
 
-import weakref
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from functools import cached_property
 from observability import events as ev
 from observability.detectors.crashes import SAME_CRASH_NS, crash_of
 from observability.detectors.target_down import gone_ns
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 
 __all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_of"]
 
@@ -165,14 +164,9 @@ class Instances:
         return sorted(out, key=lambda r: r.prepared_ns)
 
 
-_cache: dict[int, tuple[weakref.ref[Window], Instances]] = {}
-
-
+@per_window
 def instances_of(window: Window) -> Instances:
     """The window's instance lifecycles, built once per window object."""
-    hit = _cache.get(id(window))
-    if hit is not None and hit[0]() is window:
-        return hit[1]
     records = window.logs_where(
         (
             ev.RequestPrepared,
@@ -184,10 +178,7 @@ def instances_of(window: Window) -> Instances:
         ),
         {ev.RequestStateChange: _unqueued, ev.StubOutput: _crash},
     )
-    result = build_instances(records, window.until_ns, gone_ns(window))
-    key = id(window)
-    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
-    return result
+    return build_instances(records, window.until_ns, gone_ns(window))
 
 
 def build_instances(

@@ -35,7 +35,6 @@ Results are cached per window object, so several detectors over one window pay o
 
 from __future__ import annotations
 
-import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from functools import cached_property
 
 from observability import events as ev
 from observability.detectors.instances import Execution, instances_of
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 
 __all__ = ["Lifecycle", "Requests", "log_ref", "requests_of"]
 
@@ -165,20 +164,15 @@ class Requests:
         return out
 
 
-_cache: dict[int, tuple[weakref.ref[Window], Requests]] = {}
-
-
+@per_window
 def requests_of(window: Window) -> Requests:
     """The window's request lifecycles, built once per window object."""
-    hit = _cache.get(id(window))
-    if hit is not None and hit[0]() is window:
-        return hit[1]
     batches = {
         e.end_offset: e
         for e in instances_of(window).executions
         if e.end_offset is not None and any(not r.request_id for r in e.requests)
     }
-    result = build(
+    return build(
         window.logs(
             ev.RequestPrepared,
             ev.RequestStateChange,
@@ -188,9 +182,6 @@ def requests_of(window: Window) -> Requests:
         ),
         batches,
     )
-    key = id(window)
-    _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
-    return result
 
 
 def build(records: Iterable[object], batches: Mapping[int, Execution] | None = None) -> Requests:

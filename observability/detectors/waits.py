@@ -41,7 +41,7 @@ from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
 from observability.detectors.origins import CALL, CLIENT, STEP, mostly_steps, origins, shares
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 
 __all__ = ["Call", "Waits", "callees", "origins_of", "waits_of"]
 
@@ -157,16 +157,10 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     return result
 
 
-_origins_cache: dict[int, tuple[weakref.ref[Window], dict[tuple[int, int], str]]] = {}
-
-
+@per_window
 def origins_of(window: Window) -> dict[tuple[int, int], str]:
     """Where each admitted request of the window came from, once per window (detectors with
     different deadline policies each analyse the waits)."""
-    key = id(window)
-    hit = _origins_cache.get(key)
-    if hit is not None and hit[0]() is window:
-        return hit[1]
     kinds = (
         ev.FrontendRequest,
         ev.StreamRequestRead,
@@ -174,9 +168,7 @@ def origins_of(window: Window) -> dict[tuple[int, int], str]:
         ev.InstanceExecuting,
         ev.InstanceReleased,
     )
-    result = origins(window.logs(*kinds), window.whole_seconds)
-    _origins_cache[key] = (weakref.ref(window, lambda _ref: _origins_cache.pop(key, None)), result)
-    return result
+    return origins(window.logs(*kinds), window.whole_seconds)
 
 
 def _others_running(req: Admitted, inst: Instances) -> bool:

@@ -7,6 +7,8 @@ is backed by the store, or by plain event lists in tests.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,7 +17,7 @@ from typing import Any, TypeVar, overload
 from observability import events as ev
 from observability.store import Store
 
-__all__ = ["ISO_SPREAD_NS", "Window"]
+__all__ = ["ISO_SPREAD_NS", "Window", "per_window"]
 
 R = TypeVar("R")
 
@@ -197,3 +199,22 @@ class Window:
 
 def _first(pair: tuple[int, object]) -> int:
     return pair[0]
+
+
+def per_window(read: Callable[[Window], R]) -> Callable[[Window], R]:
+    """``read`` made once per window object: the detectors of one pass ask for the same
+    readings of it (instance lifecycles, request lifecycles, error lines), and a window is
+    read-only. The result goes with its window."""
+    cache: dict[int, tuple[weakref.ref[Window], R]] = {}
+
+    @functools.wraps(read)
+    def once(window: Window) -> R:
+        key = id(window)
+        hit = cache.get(key)
+        if hit is not None and hit[0]() is window:
+            return hit[1]
+        result = read(window)
+        cache[key] = (weakref.ref(window, lambda _ref: cache.pop(key, None)), result)
+        return result
+
+    return once
