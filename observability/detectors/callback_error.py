@@ -26,10 +26,11 @@ calls the child's (``waits.callees``). Without the verbose log nothing names it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from observability import events as ev
 from observability.detectors.instances import Execution, instances_of
+from observability.detectors.loads import clock
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
@@ -156,10 +157,17 @@ class CallbackErrorDetector:
                     )
         tied: dict[int, list[str]] = {}
         victims = _victims(blocks, requests_of(window), int(self.lookback_s * 1e9), tied)
-        return [
-            self._finding(window, tb, v, tied.get(i, []), owners.get(i))
-            for i, (tb, v) in enumerate(zip(blocks, victims, strict=True))
-        ]
+        told: list[tuple[Finding, list[Traceback]]] = []
+        repeats: dict[tuple[str, str, str], list[Traceback]] = {}
+        for i, (tb, v) in enumerate(zip(blocks, victims, strict=True)):
+            same: list[Traceback] = []
+            if v is None and i not in owners and not tied.get(i):
+                same = repeats.setdefault((tb.model, tb.kind, tb.exception), [])
+                same.append(tb)
+                if len(same) > 1:
+                    continue  # told once, with its count (a callback that raises each time)
+            told.append((self._finding(window, tb, v, tied.get(i, []), owners.get(i)), same))
+        return [_repeated(f, same) for f, same in told]
 
     def _finding(
         self,
@@ -224,6 +232,26 @@ class CallbackErrorDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+def _repeated(finding: Finding, same: list[Traceback]) -> Finding:
+    """An unattributed traceback printed again and again (a callback that raises on every
+    call) is one finding with its count and its last time, not one per print: a log with
+    the same exception 3,000 times gave 3,000 findings that share one ``Finding.key``.
+    ``same``: the finding's traceback and its later prints (filled after the finding)."""
+    if len(same) < 2:
+        return finding
+    last = same[-1]
+    return replace(
+        finding,
+        last_seen_ns=last.at_ns,
+        summary=f"{finding.summary} The same exception was printed {len(same)} times, the "
+        f"last at {clock(last.at_ns)}.",
+        evidence=(
+            *finding.evidence,
+            Evidence("log", last.at_ns, log_ref(last.offset), "\n".join(last.lines)),
+        ),
+    )
 
 
 _CALLBACK_GAP_NS = 500_000_000

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from benchmarks.log_parse import _traffic_block, synthesise
+from collectors.logs.parser import parse_lines
 from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.callback_error import CallbackErrorDetector, tracebacks
@@ -118,3 +120,24 @@ def test_a_task_with_no_release_within_the_gap_names_nobody() -> None:
     )
     (f,) = CallbackErrorDetector().detect(window)
     assert (f.request_id, f.severity) == (None, Severity.WARNING)
+
+
+def test_a_traceback_printed_on_every_request_is_one_finding_with_its_count() -> None:
+    """The traffic of a real 2.51 recording (tests/fixtures/logs/glog_2.51_session.log, whose
+    `printer` model's done-callback and task each raise twice, unattributed) repeated 40
+    times, as ``benchmarks.log_parse`` makes its log: a callback that raises on every call.
+    Each exception is one finding with its count and last time, not 80 findings."""
+    per_block = len(_traffic_block().splitlines())
+    events = list(parse_lines(synthesise(40 * per_block), year=2026))
+    stamps = [e.header.at_ns for e in events if hasattr(e, "header")]
+    found = CallbackErrorDetector().detect(Window(min(stamps), max(stamps), events=events))
+    assert sorted(f.summary.split(" raised ")[1].split(":")[0] for f in found) == [
+        "RuntimeError",
+        "ValueError",
+    ]
+    for f in found:
+        assert f.model == "printer" and f.request_id is None
+        assert "The same exception was printed 80 times" in f.summary
+        assert f.last_seen_ns - f.first_seen_ns > 5e8  # the clock moves a second every 20
+        first, last = (e.detail.splitlines() for e in f.evidence)
+        assert first[-1] == last[-1]  # the exception; a task line names its address
