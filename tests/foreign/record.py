@@ -6,7 +6,7 @@ Each scenario starts Triton (the lab of ``observability.lab``) on one of this fo
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
-``repos/sum``, ``repos/geo``, ``repos/med``:
+``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -97,8 +97,8 @@ class Scenario:
     name: str
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
-    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo`` or
-    ``med``."""
+    ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
+    ``med`` or ``warm``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2601,6 +2601,200 @@ _MED = (
 )
 
 
+_WARM_PIPELINE = (
+    "the product-search pipeline (warm_gateway, python BLS, synchronous exec(), 2 instances, "
+    "no batching, no model_warmup, calls warm_encoder, python, dynamic batching up to 8, 3 ms, "
+    "2 instances, model_warmup of 5 executes per instance (zero sample x3, random batch of 4 "
+    "x2) that pays its 3 s lazy set-up during the load, then warm_ranker, python, 1 instance, "
+    "no batching, model_warmup of 2 executes that pays its 1 s set-up, children without ids "
+    "built with trace=request.trace()) under three id-less gRPC clients; model control "
+    "explicit"
+)
+
+
+def _warm_reload(at_s: float, what: str, **params: str | int | float) -> Injection:
+    return Injection(
+        at_s, 1, params, 90, f"reload warm_encoder with {what}", "reload", "warm_encoder"
+    )
+
+
+_WARM_SLOW = _warm_reload(
+    5,
+    "warmup_step_s=1 (repository API): each of the new copy's warmup executes sleeps 1 s",
+    warmup_step_s=1,
+)
+_WARM_HANGS = _warm_reload(
+    5,
+    "warmup_hang_s=300 (repository API): the new copy's first warmup execute sleeps 300 s",
+    warmup_hang_s=300,
+)
+_WARM_RAISES = _warm_reload(
+    5,
+    "warmup_fail=1 (repository API): the new copy's first warmup execute raises",
+    warmup_fail=1,
+)
+_WARM_ONE_RAISES = _warm_reload(
+    5,
+    "warmup_fail=warm_encoder_0_1 (repository API): the first warmup execute of the new "
+    "copy's warm_encoder_0_1 raises, warm_encoder_0_0's warmup succeeds",
+    warmup_fail="warm_encoder_0_1",
+)
+_WARM_RANKER_RAISES = Injection(
+    5,
+    1,
+    {"warmup_fail": 1},
+    90,
+    "reload warm_ranker with warmup_fail=1 (repository API): the new copy's first warmup "
+    "execute raises",
+    "reload",
+    "warm_ranker",
+)
+_WARM_UNWARMED = Injection(
+    5,
+    1,
+    {},
+    90,
+    "warm_ranker's config.pbtxt replaced by one without model_warmup whose set-up takes 4 s, "
+    "then loaded again",
+    "swap_config",
+    "warm_ranker",
+    source="variants/warm/warm_ranker_unwarmed.pbtxt",
+)
+_WARM_SLOW_NOTE = (
+    "'healthy' in expected.json: the reload's warmup took long but finished, the old copy "
+    "served meanwhile and no client waited on it; nothing for a user to act on (a load that "
+    "ends is not stuck, and warmup executes run before 'successfully loaded', so no client "
+    "paid a cold start)."
+)
+_WARM_HANGS_NOTE = (
+    "The server environment sets WARM_ENCODER_SETUP_S=0, so warm_encoder's first load (with "
+    "its warmup) takes well under a second: model_load_stuck's bar (ten times the model's "
+    "last completed load, at least 10 s) is passed within the window. The stuck execute is a "
+    "warmup request no client sent: a user must be told that the load is stuck, not that a "
+    "client request hangs."
+)
+_WARM_CRASH_NOTE = (
+    "On Triton 2.51 a warmup that fails on an instance of a model of two instances, during a "
+    "reload under load, often crashes the server: 'model 'warm_encoder' instance "
+    "warm_encoder_0_1 failed to run warmup sample 'zeros_single'', two 'non-pinned memory "
+    "deallocation' lines (the warmup sample's buffers freed), then 'Signal (11) received.' "
+    "(unstamped) and a backtrace in libtritonserver, before any 'failed to load' line (6 of "
+    "7 tries: 2 of 3 of warm_warmup_raises, where both instances fail, 2 of 2 of this "
+    "scenario, one on a two-instance warm_ranker, one without trace files; a one-instance "
+    "warm_ranker's failed warmup failed its load cleanly, 1 of 1: warm_ranker_warmup_raises). "
+    "A re-recording may not crash: then only model_load_failed is expected. A user must be "
+    "told that the server crashed (target_down) and that warm_encoder's reload had just "
+    "failed its warmup, the crash's trigger (model_load_failed: each instance's 'failed to "
+    "run warmup sample' line and the python backend's error line with the RuntimeError are "
+    "in the log)."
+)
+_WARM_RAISES_NOTE = (
+    "The recording kept is the one of three in which Triton 2.51 did not crash: both "
+    "instances' 'failed to run warmup sample' lines 33 ms apart, then 'failed to load "
+    "'warm_encoder' version 1: Invalid argument: failed to run warmup sample ...'. In the two "
+    "others the server died with SIGSEGV right after an instance's 'failed to run warmup "
+    "sample' line (warm_warmup_raises_one is such a crash). A re-recording that crashes "
+    "expects target_down as well."
+)
+_WARM = (
+    Scenario(
+        "warm_healthy",
+        "warm",
+        f"{_WARM_PIPELINE}; verbose log: the twin of every warm_* fault",
+        (),
+        clients=3,
+        model_control="explicit",
+    ),
+    Scenario(
+        "warm_healthy_iso",
+        "warm",
+        f"{_WARM_PIPELINE}; verbose log, --log-format ISO8601: the healthy twin on whole seconds",
+        (),
+        clients=3,
+        model_control="explicit",
+        log_format="ISO8601",
+    ),
+    Scenario(
+        "warm_reload_slow_warmup",
+        "warm",
+        f"{_WARM_PIPELINE}; 5 s in, warm_encoder is loaded again through the repository API "
+        "with a new config parameter warmup_step_s=1: each of the new copy's warmup executes "
+        "takes 1 s more, so its load takes about 8 s (slow, but it ends) while the old copy "
+        "serves; verbose log",
+        (),
+        clients=3,
+        model_control="explicit",
+        injections=(_WARM_SLOW,),
+        note=_WARM_SLOW_NOTE,
+    ),
+    Scenario(
+        "warm_warmup_hangs",
+        "warm",
+        f"{_WARM_PIPELINE}; warm_encoder's set-up 0 s (WARM_ENCODER_SETUP_S=0); 5 s in, "
+        "warm_encoder is loaded again through the repository API with a new config parameter "
+        "warmup_hang_s=300: the new copy's first warmup execute never returns within the "
+        "window, so the load never ends while the old copy serves; verbose log",
+        (("model_load_stuck", "warm_encoder"),),
+        clients=3,
+        model_control="explicit",
+        env={"WARM_ENCODER_SETUP_S": "0"},
+        injections=(_WARM_HANGS,),
+        duration_s=35.0,
+        note=_WARM_HANGS_NOTE,
+    ),
+    Scenario(
+        "warm_warmup_raises",
+        "warm",
+        f"{_WARM_PIPELINE}; 5 s in, warm_encoder is loaded again through the repository API "
+        "with a new config parameter warmup_fail=1: the first warmup execute of each of the "
+        "new copy's two instances raises RuntimeError, so Triton fails the load and the old "
+        "copy keeps serving (in two of the three recordings made, Triton 2.51 crashed with "
+        "SIGSEGV instead, as in warm_warmup_raises_one); verbose log",
+        (("model_load_failed", "warm_encoder"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_WARM_RAISES,),
+        note=_WARM_RAISES_NOTE,
+    ),
+    Scenario(
+        "warm_warmup_raises_one",
+        "warm",
+        f"{_WARM_PIPELINE}; 5 s in, warm_encoder is loaded again through the repository API "
+        "with a new config parameter warmup_fail=warm_encoder_0_1: the first warmup execute "
+        "of the new copy's second instance raises RuntimeError while the first instance "
+        "warms up fine (Triton 2.51 crashes with SIGSEGV all the same); verbose log",
+        (("target_down", ""), ("model_load_failed", "warm_encoder")),
+        clients=3,
+        model_control="explicit",
+        injections=(_WARM_ONE_RAISES,),
+        note=_WARM_CRASH_NOTE,
+    ),
+    Scenario(
+        "warm_ranker_warmup_raises",
+        "warm",
+        f"{_WARM_PIPELINE}; 5 s in, warm_ranker (1 instance) is loaded again through the "
+        "repository API with a new config parameter warmup_fail=1: the new copy's first "
+        "warmup execute raises RuntimeError, so Triton fails the load; verbose log",
+        (("model_load_failed", "warm_ranker"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_WARM_RANKER_RAISES,),
+    ),
+    Scenario(
+        "warm_cold_start_unwarmed",
+        "warm",
+        f"{_WARM_PIPELINE}; 5 s in, warm_ranker's config.pbtxt is replaced by one without "
+        "model_warmup whose lazy set-up takes 4 s, and warm_ranker is loaded again through "
+        "the repository API: the first client request after the load pays the 4 s (the twin "
+        "that shows what the warmup spares); verbose log",
+        (("cold_start", "warm_ranker"),),
+        clients=3,
+        model_control="explicit",
+        injections=(_WARM_UNWARMED,),
+    ),
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2735,6 +2929,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_SUM,
         *_GEO,
         *_MED,
+        *_WARM,
     )
 }
 
@@ -2826,6 +3021,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "TILE": rng.integers(0, 256, size=(1, h, w)).astype(np.uint8),
             "ZOOM": np.array([[int(rng.integers(12, 18))]], dtype=np.int32),
         }
+    if repo == "warm":  # one probe of 20 values; no batch dimension (warm_gateway: 0)
+        return {"PROBE": rng.standard_normal(20).astype(np.float32)}
     if repo == "med":  # a batch of 1 to 4 FP16 scans and their ages (med_gateway: 4)
         return medload.scans(rng)
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
@@ -2891,6 +3088,8 @@ def _send(
         return _infer_any_dtype(client, "geo_pipeline", inputs, request_id, params)
     if repo == "med":
         return client.infer("med_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "warm":
+        return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
@@ -2957,6 +3156,7 @@ _PAUSE_S = {
     "sum": 0.3,
     "geo": 0.0,
     "med": 0.3,
+    "warm": 0.2,
 }
 
 
@@ -3372,6 +3572,7 @@ _LOAD_TEXT = {
     "a random DOC_IDS [n] INT32, n = 50 to 160 token ids",
     "geo": "`geo_pipeline` infer, a random TILE [1, H, W] (UINT8, H and W 16 or 32) and "
     "ZOOM [1, 1] (INT32, 12 to 17)",
+    "warm": "`warm_gateway` infer, a random PROBE [20] (FP32)",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
