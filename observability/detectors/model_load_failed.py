@@ -16,9 +16,12 @@ outcome, so it is the one read here. An ensemble refused for an unwritten output
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.backend_failures import model_of_instance
+from observability.detectors.crashes import Crash, crashes
 from observability.detectors.ensemble_fanout import NOT_WRITTEN
 from observability.detectors.loads import Attempt, attempts, clock, served_since, state_line
 from observability.detectors.requests import log_ref
@@ -26,6 +29,11 @@ from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["ModelLoadFailed"]
+
+_INSTANCE = re.compile(r"for model '([^']+)'")
+_CRASH_AFTER_NS = 5_000_000_000
+"""An execute that raised this shortly before the server crashed, during a load of its
+model that never ended, is that load's failure (warm_warmup_raises_one: 0.05 s)."""
 
 ADVICE = (
     "Read the error in the evidence (the exception of the model's initialize, a missing or "
@@ -54,7 +62,50 @@ class ModelLoadFailed:
                 continue  # loaded again since: the failure is over
             failed.setdefault(a.model, []).append(a)
         prepared = window.logs(ev.RequestPrepared) if failed else []
-        return [self._finding(m, f, prepared) for m, f in sorted(failed.items())]
+        found = [self._finding(m, f, prepared) for m, f in sorted(failed.items())]
+        return found + [
+            self._crashed_finding(a, line, crash)
+            for a, line, crash in _crashed_loads(window, tried)
+            if a.model not in failed
+        ]
+
+    def _crashed_finding(self, a: Attempt, line: ev.ErrorLine, crash: Crash) -> Finding:
+        version = f" version {a.version}" if a.version is not None else ""
+        error = line.text.split(", message: ", 1)[-1].split("\n", 1)[0].strip()
+        raised = _INSTANCE.search(line.text)
+        who = raised.group(1) if raised else a.model
+        summary = (
+            f"Loading '{a.model}'{version} never finished: {who} raised during the load, "
+            f"before the model was ready (its warmup or initialize ran then): {error}; "
+            f"{_after(crash.at_ns - line.header.at_ns)} tritonserver crashed with "
+            f"{crash.what}. The failed load took the server down, and every model with it."
+        )
+        begun = a.begun
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=a.model,
+            summary=summary,
+            advice=ADVICE,
+            first_seen_ns=a.at_ns,
+            last_seen_ns=crash.at_ns,
+            evidence=(
+                *(
+                    [
+                        Evidence(
+                            "log",
+                            begun.header.at_ns,
+                            log_ref(begun.header.offset),
+                            f"loading: {a.model}:{begun.version}",
+                        )
+                    ]
+                    if begun is not None
+                    else []
+                ),
+                Evidence("log", line.header.at_ns, log_ref(line.header.offset), line.text),
+                Evidence("log", crash.at_ns, log_ref(crash.offset), f"Signal ({crash.signal})"),
+            ),
+        )
 
     def _finding(
         self, model: str, failed: list[Attempt], prepared: list[ev.RequestPrepared]
@@ -119,3 +170,40 @@ class ModelLoadFailed:
                 *evidence,
             ),
         )
+
+
+def _after(ns: int) -> str:
+    return f"{ns / 1e9:.1f} s later" if ns >= 1e9 else f"{ns / 1e6:.1f} ms later"
+
+
+def _crashed_loads(
+    window: Window, tried: list[Attempt]
+) -> list[tuple[Attempt, ev.ErrorLine, Crash]]:
+    """Loads that never ended because the server crashed, right after an execute of the
+    loading model raised: 2.51 runs a model's warmup inside its load, and a warmup that
+    raised on one of two instances crashed it (SIGSEGV) in 6 of 7 tries instead of writing
+    ``failed to load`` (tests/fixtures/foreign warm_warmup_raises_one)."""
+    open_ = [a for a in tried if a.ended is None and a.begun is not None]
+    if not open_:
+        return []
+    died = crashes(window.logs(ev.StubOutput))
+    errors = window.logs(ev.ErrorLine)
+    out = []
+    for a in open_:
+        crash = next((c for c in died if c.at_ns > a.at_ns), None)
+        if crash is None:
+            continue
+        line = next(
+            (
+                e
+                for e in errors
+                if a.at_ns <= e.header.at_ns <= crash.at_ns
+                and crash.at_ns - e.header.at_ns <= _CRASH_AFTER_NS
+                and (m := _INSTANCE.search(e.text)) is not None
+                and model_of_instance(m.group(1)) == a.model
+            ),
+            None,
+        )
+        if line is not None:
+            out.append((a, line, crash))
+    return out

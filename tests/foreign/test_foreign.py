@@ -58,20 +58,6 @@ GAPS: dict[str, str] = {
     "its one PIECE, the sum_lm request of its second chunk and that stream's single "
     "SUMMARY_TOKEN all fall in 07:49:22Z among 3 other streams' calls; 675 sum_lm requests, "
     "2021 SUMMARY_TOKEN outputs, 673 sum_detok calls, 216 streams with 214 final flags",
-    "warm_warmup_raises_one": "model_load_failed reads only the lines that end a load "
-    "(loads.attempts: 'failed to load ...', 'Poll failed ...'), and Triton 2.51 crashed before "
-    "writing one: 'loading: warm_encoder:1' at 10:25:21.150036 (the reload; the old copy "
-    "serving), E 10:25:25.838481 pb_stub.cc:714 'Failed to process the request(s) for model "
-    "'warm_encoder_0_1', message: RuntimeError: warm_encoder: warmup produced NaN embeddings "
-    "...', I 10:25:25.838660 backend_model_instance.cc:658 'model 'warm_encoder' instance "
-    "warm_encoder_0_1 failed to run warmup sample 'zeros_single'', two 'non-pinned memory "
-    "deallocation' lines, then 'Signal (11) received.' and a libtritonserver backtrace; no "
-    "'failed to load' line. The parser makes no event of 'failed to run warmup sample', and "
-    "backend_failures reads the pb_stub.cc:714 line as an execute's failure, not a load's, so "
-    "the load stays an open attempt (model_load_stuck: 25 s, under its bar of ten times the "
-    "6.1 s start-up load, and the server is dead). target_down is found (critical, "
-    "'tritonserver crashed: a segmentation fault (SIGSEGV)') but names no model and not the "
-    "reload whose failed warmup the crash followed two log lines later",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
