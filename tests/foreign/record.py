@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -2932,6 +2932,35 @@ SCENARIOS: dict[str, Scenario] = {
         *_WARM,
     )
 }
+
+_V2_OF = (
+    "doc_healthy",
+    "doc_layout_hang",
+    "ch_self_deadlock",
+    "geo_lookup_saturated",
+    "fr_parse_cold_start",
+    "llm_stream_stall",
+    "med_report_errors",
+    "rec_thread_pool_exhaustion",
+    "ocr_cycle_deadlock",
+    "kws_classifier_load_hangs",
+    "kws_classifier_unload_blocked",
+    "tts_queue_full",
+)
+"""Scenarios recorded again at ``--log-verbose 2`` (a user raising the verbosity on a bad
+day), everything else the same: ``<name>_v2``, with the original's expected.json."""
+
+SCENARIOS.update(
+    {
+        f"{name}_v2": replace(
+            SCENARIOS[name],
+            name=f"{name}_v2",
+            summary=f"`--log-verbose 2`: {SCENARIOS[name].summary}",
+            log_verbose=2,
+        )
+        for name in _V2_OF
+    }
+)
 
 
 # ------------------------------------------------------------------------------ load
