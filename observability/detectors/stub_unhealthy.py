@@ -37,7 +37,7 @@ from observability.detectors.backend_failures import (
 from observability.detectors.instances import Execution, instances_of
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.waits import callees
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["StubUnhealthyDetector", "model_of_instance"]
@@ -250,6 +250,7 @@ have taken under this share of the timeout: a model whose execute takes a second
 not dead."""
 
 
+@per_window
 def dead_stubs(window: Window) -> list[DeadStub]:
     """Instances whose last batches (``_MIN_DEAD_BATCHES`` or more, to the window's end) each
     lasted the backend's stub timeout and failed: a stub killed (the OOM killer, a segfault
@@ -258,7 +259,8 @@ def dead_stubs(window: Window) -> list[DeadStub]:
     output (``empty_answers``). A model whose every request fails is ``failing()``'s on
     /metrics; this is the one /metrics alone cannot show (a sibling's successes keep rising)
     and the one a log alone shows (rec_stub_killed, emb_pool_stub_oom,
-    kws_frontend_stub_restart: one instance, no line written)."""
+    kws_frontend_stub_restart: one instance, no line written). Read once per window:
+    ``stub_unhealthy``, ``model_failing`` and ``instance_saturation`` each ask."""
     inst = instances_of(window)
     per: dict[str, list[Execution]] = {}
     for e in inst.executions:

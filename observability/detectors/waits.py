@@ -337,23 +337,11 @@ def _waits_only_on_stuck(
     return True
 
 
-_callees_cache: dict[int, tuple[weakref.ref[Instances], dict[str, set[str]]]] = {}
-
-
+@per_window
 def callees(inst: Instances) -> dict[str, set[str]]:
     """Model -> the models it calls through BLS, learned from its completed batches (only for
     models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
     five detectors ask, and each learning is a pass over every admitted request. Read-only."""
-    key = id(inst)
-    hit = _callees_cache.get(key)
-    if hit is not None and hit[0]() is inst:
-        return hit[1]
-    result = _learn_callees(inst)
-    _callees_cache[key] = (weakref.ref(inst, lambda _ref: _callees_cache.pop(key, None)), result)
-    return result
-
-
-def _learn_callees(inst: Instances) -> dict[str, set[str]]:
     admitted = sorted(
         (r.prepared_ns, r.model)
         for r in [

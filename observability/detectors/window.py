@@ -20,6 +20,7 @@ from observability.store import Store
 __all__ = ["ISO_SPREAD_NS", "Window", "per_window"]
 
 R = TypeVar("R")
+K = TypeVar("K")
 
 ISO_SPREAD_NS = 50_000_000
 """An ISO8601 header (``--log-format ISO8601``) has whole seconds; the parser places the
@@ -201,14 +202,14 @@ def _first(pair: tuple[int, object]) -> int:
     return pair[0]
 
 
-def per_window(read: Callable[[Window], R]) -> Callable[[Window], R]:
-    """``read`` made once per window object: the detectors of one pass ask for the same
-    readings of it (instance lifecycles, request lifecycles, error lines), and a window is
-    read-only. The result goes with its window."""
-    cache: dict[int, tuple[weakref.ref[Window], R]] = {}
+def per_window(read: Callable[[K], R]) -> Callable[[K], R]:
+    """``read`` made once per window object (or per any object read from one, such as its
+    instance lifecycles): the detectors of one pass ask for the same readings of it, and a
+    window is read-only. The result goes with its object."""
+    cache: dict[int, tuple[weakref.ref[K], R]] = {}
 
     @functools.wraps(read)
-    def once(window: Window) -> R:
+    def once(window: K) -> R:
         key = id(window)
         hit = cache.get(key)
         if hit is not None and hit[0]() is window:

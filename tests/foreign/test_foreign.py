@@ -58,17 +58,6 @@ GAPS: dict[str, str] = {
     "its one PIECE, the sum_lm request of its second chunk and that stream's single "
     "SUMMARY_TOKEN all fall in 07:49:22Z among 3 other streams' calls; 675 sum_lm requests, "
     "2021 SUMMARY_TOKEN outputs, 673 sum_detok calls, 216 streams with 214 final flags",
-    "kws_classifier_load_hangs_v2": "model_load_stuck's bar is 10 x the model's longest "
-    "completed load in the window (at least 10 s), and the window's only completed load of "
-    "kws_classifier is the start-up one: 'loading: kws_classifier:2' at 10:23:20.277 to "
-    "'successfully loaded' at 10:23:23.391, 3.11 s (1.70 s in the verbose-1 original), so the "
-    "bar is 31.1 s; the reload's 'loading: kws_classifier:2' at 10:23:31.529 is followed by "
-    "no end to the window's close at 10:23:53.507, 22.0 s (300 kws_classifier requests "
-    "served by the old copy meanwhile). Not the log level: the level-2 lines give no event "
-    "(the parse without them is identical), and start-up loads of this repository measured "
-    "on the same machine took 3.2-4.1 s at level 1 and 2.6-3.9 s at level 2; the original "
-    "passes only because its start-up load took 1.7 s (a re-recording of it at level 1 "
-    "here: 2.11 s, bar 21.1 s, found with 0.9 s to spare)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
