@@ -33,6 +33,7 @@ __all__ = [
     "StreamResponse",
     "StubHealth",
     "StubOutput",
+    "WarmupRun",
 ]
 
 Labels = tuple[tuple[str, str], ...]
@@ -210,6 +211,22 @@ class ModelStateChange:
     state: str
     """``loading``, ``loaded``, ``unloading``, ``unloaded`` or ``failed``."""
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WarmupRun:
+    """An instance running one of its config's ``model_warmup`` samples while its model
+    loads (``backend_model_instance.cc``, at --log-verbose 1): the batch it logs next is
+    Triton's own, fed by requests it prepared for the warmup, not by a client's. ``failed``:
+    the sample failed (``failed to run warmup sample``), and so does the load."""
+
+    header: LogRecord
+    model: str
+    instance: str
+    sample: str
+    iteration: int
+    """1, 2, ... up to the sample's ``count``; 0 on the line saying it failed."""
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ from observability.events import (
     StreamResponse,
     StubHealth,
     StubOutput,
+    WarmupRun,
 )
 
 __all__ = [
@@ -86,6 +87,7 @@ Event = (
     | StubHealth
     | ErrorLine
     | StubOutput
+    | WarmupRun
 )
 
 MAX_TEXT = 16384
@@ -135,6 +137,7 @@ _mk_exit = fast_ctor(ExitInflight)
 _mk_stub = fast_ctor(StubHealth)
 _mk_err = fast_ctor(ErrorLine)
 _mk_out = fast_ctor(StubOutput)
+_mk_warm = fast_ctor(WarmupRun)
 
 _LEVELS: dict[int, LogLevel] = {ord(lv.value): lv for lv in LogLevel}
 
@@ -491,6 +494,33 @@ def _h_repo_manager(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     return _h_lifecycle(line, m, e, h)
 
 
+_WARMUP_RUNNING = b" is running warmup sample '"
+_WARMUP_FAILED = b" failed to run warmup sample '"
+
+
+def _h_model_instance(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    """``model 'M' instance I is running warmup sample 'S' for iteration N``, and ``... failed
+    to run warmup sample 'S'``: the batch the instance logs next is Triton's warmup."""
+    q = line.find(b"' instance ", m + 7, e)
+    if q < 0:
+        return None
+    w = line.find(_WARMUP_RUNNING, q + 11, e)
+    failed = w < 0
+    if failed:
+        w = line.find(_WARMUP_FAILED, q + 11, e)
+        if w < 0:
+            return None
+    at = w + len(_WARMUP_FAILED if failed else _WARMUP_RUNNING)
+    end = line.find(b"'", at, e)
+    if end < 0:
+        return None
+    model, instance, sample = _s(line[m + 7 : q]), _s(line[q + 11 : w]), _s(line[at:end])
+    if failed:
+        return _mk_warm(h, model, instance, sample, 0, True)
+    n = line[end + 1 : e].removeprefix(b" for iteration ")
+    return _mk_warm(h, model, instance, sample, int(n), False) if n.isdigit() else None
+
+
 def _h_stub(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     p = line.find(b"Stub process '", m, e)
     if p >= 0:
@@ -527,6 +557,7 @@ _DISPATCH = {
     b"model_repository_manager.cc": _h_repo_manager,
     b"pb_stub.cc": _h_stub,
     b"stub_launcher.cc": _h_stub,
+    b"backend_model_instance.cc": _h_model_instance,
 }
 """Source file -> handler. Keys are file names only: line numbers change between releases."""
 
@@ -544,6 +575,7 @@ _PREFIXES: dict[bytes, tuple[bytes, ...]] = {
         _STREAM_READ,
     ),
     b"grpc_server.cc": (b"Process for ",),
+    b"backend_model_instance.cc": (b"model '",),
     b"model_lifecycle.cc": (b"loading: ", b"unloading: ", b"successfully ", b"failed to load '"),
     b"model_repository_manager.cc": (
         b"Poll failed for model directory '",

@@ -63,20 +63,31 @@ class ModelLoadFailed:
             failed.setdefault(a.model, []).append(a)
         prepared = window.logs(ev.RequestPrepared) if failed else []
         found = [self._finding(m, f, prepared) for m, f in sorted(failed.items())]
+        crashed = [c for c in _crashed_loads(window, tried) if c[0].model not in failed]
+        if not crashed:
+            return found
+        failed_warmups = [w for w in window.logs(ev.WarmupRun) if w.failed]
         return found + [
-            self._crashed_finding(a, line, crash)
-            for a, line, crash in _crashed_loads(window, tried)
-            if a.model not in failed
+            self._crashed_finding(a, line, crash, _warmup_of(a, failed_warmups))
+            for a, line, crash in crashed
         ]
 
-    def _crashed_finding(self, a: Attempt, line: ev.ErrorLine, crash: Crash) -> Finding:
+    def _crashed_finding(
+        self, a: Attempt, line: ev.ErrorLine, crash: Crash, warmup: ev.WarmupRun | None
+    ) -> Finding:
         version = f" version {a.version}" if a.version is not None else ""
         error = line.text.split(", message: ", 1)[-1].split("\n", 1)[0].strip()
         raised = _INSTANCE.search(line.text)
         who = raised.group(1) if raised else a.model
+        during = (
+            f": it failed to run warmup sample '{warmup.sample}', which model_warmup runs "
+            "inside the load"
+            if warmup is not None
+            else " (its warmup or initialize ran then)"
+        )
         summary = (
             f"Loading '{a.model}'{version} never finished: {who} raised during the load, "
-            f"before the model was ready (its warmup or initialize ran then): {error}; "
+            f"before the model was ready{during}. {error}; "
             f"{_after(crash.at_ns - line.header.at_ns)} tritonserver crashed with "
             f"{crash.what}. The failed load took the server down, and every model with it."
         )
@@ -103,6 +114,19 @@ class ModelLoadFailed:
                     else []
                 ),
                 Evidence("log", line.header.at_ns, log_ref(line.header.offset), line.text),
+                *(
+                    [
+                        Evidence(
+                            "log",
+                            warmup.header.at_ns,
+                            log_ref(warmup.header.offset),
+                            f"model '{a.model}' instance {warmup.instance} failed to run "
+                            f"warmup sample '{warmup.sample}'",
+                        )
+                    ]
+                    if warmup is not None
+                    else []
+                ),
                 Evidence("log", crash.at_ns, log_ref(crash.offset), f"Signal ({crash.signal})"),
             ),
         )
@@ -170,6 +194,11 @@ class ModelLoadFailed:
                 *evidence,
             ),
         )
+
+
+def _warmup_of(a: Attempt, failed: list[ev.WarmupRun]) -> ev.WarmupRun | None:
+    """The warmup sample that failed during the load ``a`` (the line 2.51 writes at INFO)."""
+    return next((w for w in failed if w.model == a.model and w.header.at_ns >= a.at_ns), None)
 
 
 def _after(ns: int) -> str:

@@ -40,6 +40,7 @@ from observability.events import (
     ResponseOutput,
     StubHealth,
     StubOutput,
+    WarmupRun,
 )
 
 __all__ = ["LINE_RE", "parse_lines_regex"]
@@ -72,6 +73,9 @@ LINE_RE = re.compile(
   |failed\ to\ load\ '(?P<fname>[^']*)'(?:\ version\ (?P<fver>\d+):\ (?P<fdetail>.*?))?
   |(?P<uname>.+)\ v(?P<uver>\d+):\ UNLOADING
   |Poll\ failed\ for\ model\ directory\ '(?P<pfname>[^']*)':\ (?P<pfdetail>.*?)
+  |model\ '(?P<wmodel>.*?)'\ instance\ (?P<winst>.*?)\ (?:is\ running\ warmup\ sample
+     \ '(?P<wsample>[^']*)'\ for\ iteration\ (?P<witer>\d+)
+     |failed\ to\ run\ warmup\ sample\ '(?P<wfailed>[^']*)')
   |(?P<rest>.*?)
 )(?P=q)[\r\n]*\Z""",
     re.VERBOSE | re.DOTALL,
@@ -94,6 +98,7 @@ _FILES = {
     "fname": {b"model_lifecycle.cc"},
     "uname": {b"server.cc"},
     "pfname": {b"model_repository_manager.cc"},
+    "wmodel": {b"backend_model_instance.cc"},
 }
 _STUB_RE = re.compile(
     rb".*?Stub process '(?P<sinst>[^']*)'"
@@ -172,6 +177,11 @@ def _record(
     if kind == "pfname":
         detail = _text(b'"' + (g["pfdetail"] or b"") + b'"', ParseStats())
         return ModelStateChange(hdr, _u(g["pfname"] or b""), None, "failed", detail)
+    if kind == "wmodel":
+        model, inst = _u(g["wmodel"] or b""), _u(g["winst"] or b"")
+        if g["wfailed"] is not None:
+            return WarmupRun(hdr, model, inst, _u(g["wfailed"]), 0, True)
+        return WarmupRun(hdr, model, inst, _u(g["wsample"] or b""), int(g["witer"] or 0))
     level = hdr.level
     if f not in _STUB_FILES and level is LogLevel.INFO:
         stats.skipped["info"] += 1

@@ -22,6 +22,7 @@ from observability.events import (
     RequestStateChange,
     ResponseOutput,
     StubHealth,
+    WarmupRun,
 )
 from tests.collectors.logs.reference import parse_lines_regex
 
@@ -244,6 +245,31 @@ GOLDEN: list[tuple[bytes, object]] = [
         ),
     ),
     (
+        # model_warmup at a load: tests/fixtures/foreign warm_reload_slow_warmup, Round 20
+        b"I1126 10:17:50.665562 26026 backend_model_instance.cc:608] \"model 'warm_encoder' "
+        b"instance warm_encoder_0_0 is running warmup sample 'zeros_single' for iteration 1\"\n",
+        WarmupRun(
+            H(INF, "2026-11-26 10:17:50", 665562, "backend_model_instance.cc", 608),
+            "warm_encoder",
+            "warm_encoder_0_0",
+            "zeros_single",
+            1,
+        ),
+    ),
+    (
+        # the same, failed: warm_warmup_raises_one (Triton crashed 0.2 ms later)
+        b"I1126 10:25:25.838660 3328 backend_model_instance.cc:658] \"model 'warm_encoder' "
+        b"instance warm_encoder_0_1 failed to run warmup sample 'zeros_single'\"\n",
+        WarmupRun(
+            H(INF, "2026-11-26 10:25:25", 838660, "backend_model_instance.cc", 658),
+            "warm_encoder",
+            "warm_encoder_0_1",
+            "zeros_single",
+            0,
+            True,
+        ),
+    ),
+    (
         # pre-24.06 form: the same message, unquoted (derived, see PROVENANCE.md)
         b"I1122 03:25:00.828602 4403 infer_request.cc:132] [request id: req-plain-1] "
         b"Setting state from INITIALIZED to PENDING\n",
@@ -254,6 +280,7 @@ GOLDEN: list[tuple[bytes, object]] = [
 ]
 
 SKIPPED_INFO = [
+    b"I1126 10:17:50.664502 26026 backend_model_instance.cc:363] \"Generating warmup sample data for 'zeros_single'\"\n",
     b"I1122 03:25:00.871600 4403 http_server.cc:1280] \"HTTP using buffer for: 'OUTPUT0', size: 32, addr: 0x5635e648bef0\"\n",
     b'I1122 03:25:00.921032 4403 infer_handler.cc:723] "Process for ModelInferHandler, rpc_ok=1, 0 step START"\n',
     b'I1122 03:24:56.597540 4403 cuda_memory_manager.cc:117] "CUDA memory pool disabled"\n',
