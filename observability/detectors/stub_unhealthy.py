@@ -256,7 +256,7 @@ def dead_stubs(window: Window) -> list[DeadStub]:
     lasted the backend's stub timeout and failed: a stub killed (the OOM killer, a segfault
     in native code). Failed is read on /metrics (BACKEND failures rose) or, with no failure
     counter for the model (a log alone), from the log: its responses since carried no
-    output (``empty_answers``). A model whose every request fails is ``failing()``'s on
+    output (``_answered_empty``). A model whose every request fails is ``failing()``'s on
     /metrics; this is the one /metrics alone cannot show (a sibling's successes keep rising)
     and the one a log alone shows (rec_stub_killed, emb_pool_stub_oom,
     kws_frontend_stub_restart: one instance, no line written). Read once per window:
