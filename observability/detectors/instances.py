@@ -16,6 +16,11 @@ model with their age. On a recorded demo run the admitted and executed counts ag
 model that has instances; models without instance lines (ensembles, backends that do not log
 them) are left out of the queue accounting.
 
+A model's warmup (``model_warmup``, run inside its load) is Triton's own: the instance says so
+(``WarmupRun``) before the batch, and the requests prepared for it never reach PENDING, so
+neither joins the served copy's lifecycles (a reload warms up under the served copy's
+instance names).
+
 A request that never runs (cancelled or timed out in the queue) would stay at the head of its
 model's queue and shift the join; it is dropped as soon as an instance of its model sat idle
 for ``_IDLE_SLACK_NS`` while it waited, since an idle instance takes a queued request at once
@@ -175,8 +180,9 @@ def instances_of(window: Window) -> Instances:
             ev.ModelStateChange,
             ev.RequestStateChange,
             ev.StubOutput,
+            ev.WarmupRun,
         ),
-        {ev.RequestStateChange: _unqueued, ev.StubOutput: _crash},
+        {ev.RequestStateChange: _kept_state, ev.StubOutput: _crash},
     )
     return build_instances(records, window.until_ns, gone_ns(window))
 
@@ -205,6 +211,17 @@ def build_instances(
     recent: deque[Admitted] = deque(maxlen=_RECENT)
     crashed_ns: int | None = None
     rejected: dict[str, list[Admitted]] = {}
+    last: Admitted | None = None
+    """The newest admitted request, until its ``INITIALIZED to PENDING`` line."""
+    queued_ids: set[int] = set()
+    """Admitted requests that reached PENDING (a client's or a BLS call's; a warmup's never)."""
+    pending_seen = False
+    warming: dict[str, str] = {}
+    """Instance -> model: the instance logged that its next batch is a warmup sample's."""
+    warm_open: set[str] = set()
+    """Instances running a warmup batch: Triton's own, fed by no queue (a warmup that never
+    returns is a load that never ends, ``model_load_stuck``'s, not a hang of the served
+    copy)."""
 
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
@@ -227,13 +244,29 @@ def build_instances(
                 )
                 queue.append(admitted)
                 recent.append(admitted)
+                last = admitted
         elif type(rec) is ev.StubOutput:  # a crash (instances_of passes no other)
             crashed_ns = rec.at_ns
             _die(open_, shadowed, crashed_ns)
             queues.clear()
             recent.clear()
             idle_from.clear()
+        elif isinstance(rec, ev.WarmupRun):
+            if not rec.failed:
+                warming[rec.instance] = rec.model
+                mixed = queues.get(rec.model)
+                if mixed and (pending_seen or rec.model not in model_instances):
+                    # The model's requests that never reached PENDING are the warmup's own.
+                    clients = [a for a in mixed if id(a) in queued_ids]
+                    mixed.clear()
+                    mixed.extend(clients)
         elif isinstance(rec, ev.RequestStateChange):
+            if rec.from_state == "INITIALIZED" and rec.to_state == "PENDING":
+                pending_seen = True
+                if last is not None:
+                    queued_ids.add(id(last))
+                    last = None
+                continue
             served = _served_unqueued(recent, rec)
             if served is not None:
                 if rec.to_state == FAILED_ENQUEUE:
@@ -242,6 +275,18 @@ def build_instances(
                 waiting = queues.get(served.model)
                 if waiting is not None and served in waiting:
                     waiting.remove(served)
+        elif isinstance(rec, ev.InstanceExecuting) and warming.pop(rec.instance, ""):
+            warm_open.add(rec.instance)
+        elif isinstance(rec, ev.InstanceReleased) and rec.instance in warm_open:
+            if rec.instance not in open_:
+                warm_open.discard(rec.instance)
+                continue
+            # The served copy's batch under the same name: the log does not say which of the
+            # two ended; the served one, short, is taken (a warmup that hangs stays open).
+            batch = open_.pop(rec.instance)
+            batch.end_ns, batch.end_offset = rec.header.at_ns, rec.header.offset
+            idle_from[rec.instance] = rec.header.at_ns
+            last_end[batch.model] = rec.header.at_ns
         elif isinstance(rec, ev.InstanceExecuting):
             at = rec.header.at_ns
             model_instances.setdefault(rec.model, set()).add(rec.instance)
@@ -374,6 +419,12 @@ admission (tests/fixtures/foreign tts_queue_full_untraced: 2,916 of them)."""
 
 def _crash(rec: ev.StubOutput) -> bool:
     return crash_of(rec) is not None
+
+
+def _kept_state(rec: ev.RequestStateChange) -> bool:
+    """The state lines the lifecycles read: a request queued (``INITIALIZED to PENDING``:
+    one that never reaches it is a model warmup's), or ended without an execution."""
+    return (rec.from_state == "INITIALIZED" and rec.to_state == "PENDING") or _unqueued(rec)
 
 
 def _unqueued(rec: ev.RequestStateChange) -> bool:

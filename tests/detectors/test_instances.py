@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from observability import events as ev
-from observability.detectors.instances import build_instances
+from observability.detectors.instances import build_instances, instances_of
+from tests.foreign.parsed import window as foreign_window
 
 MS = 1_000_000
 
@@ -134,3 +135,16 @@ def test_one_version_a_lost_release_is_forgotten_not_kept_open() -> None:
         until_ns=100 * MS,
     )
     assert got.open == {}
+
+
+def test_a_warmup_s_requests_are_not_a_queue_of_the_served_copy() -> None:
+    """tests/fixtures/foreign warm_* (Round 20): a reload's model_warmup prepares its own
+    requests (they never reach PENDING) and runs them on instances named like the served
+    copy's. Paired as clients' requests, the served copy's batches were credited with them:
+    waits of 3 s in warm_reload_slow_warmup, where the clients' round trips took 81 ms at
+    most, and 8 requests queued at the end of warm_warmup_hangs that were answered."""
+    slow = instances_of(foreign_window("warm_reload_slow_warmup"))
+    waits = [(e.start_ns - r.prepared_ns) / 1e9 for e in slow.executions for r in e.requests]
+    assert len(waits) > 1000 and max(waits) < 0.1
+    hung = instances_of(foreign_window("warm_warmup_hangs"))
+    assert hung.queued == {} and hung.open == {}  # the warmup that never returns is a load's
