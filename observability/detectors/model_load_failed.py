@@ -16,11 +16,10 @@ outcome, so it is the one read here. An ensemble refused for an unwritten output
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from observability import events as ev
-from observability.detectors.backend_failures import model_of_instance
+from observability.detectors.backend_failures import Raised, raised
 from observability.detectors.crashes import Crash, crashes
 from observability.detectors.ensemble_fanout import NOT_WRITTEN
 from observability.detectors.loads import Attempt, attempts, clock, served_since, state_line
@@ -30,10 +29,9 @@ from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["ModelLoadFailed"]
 
-_INSTANCE = re.compile(r"for model '([^']+)'")
 _CRASH_AFTER_NS = 5_000_000_000
 """An execute that raised this shortly before the server crashed, during a load of its
-model that never ended, is that load's failure (warm_warmup_raises_one: 0.05 s)."""
+model that never ended, is that load's failure (warm_warmup_raises_one: 0.2 ms)."""
 
 ADVICE = (
     "Read the error in the evidence (the exception of the model's initialize, a missing or "
@@ -73,12 +71,11 @@ class ModelLoadFailed:
         ]
 
     def _crashed_finding(
-        self, a: Attempt, line: ev.ErrorLine, crash: Crash, warmup: ev.WarmupRun | None
+        self, a: Attempt, error: Raised, crash: Crash, warmup: ev.WarmupRun | None
     ) -> Finding:
         version = f" version {a.version}" if a.version is not None else ""
-        error = line.text.split(", message: ", 1)[-1].split("\n", 1)[0].strip()
-        raised = _INSTANCE.search(line.text)
-        who = raised.group(1) if raised else a.model
+        line = error.line
+        what = f"{error.exception}: {error.message}" if error.exception else error.message
         during = (
             f": it failed to run warmup sample '{warmup.sample}', which model_warmup runs "
             "inside the load"
@@ -86,8 +83,8 @@ class ModelLoadFailed:
             else " (its warmup or initialize ran then)"
         )
         summary = (
-            f"Loading '{a.model}'{version} never finished: {who} raised during the load, "
-            f"before the model was ready{during}. {error}; "
+            f"Loading '{a.model}'{version} never finished: {error.instance} raised during the "
+            f"load, before the model was ready{during}. {what}; "
             f"{_after(crash.at_ns - line.header.at_ns)} tritonserver crashed with "
             f"{crash.what}. The failed load took the server down, and every model with it."
         )
@@ -101,18 +98,7 @@ class ModelLoadFailed:
             first_seen_ns=a.at_ns,
             last_seen_ns=crash.at_ns,
             evidence=(
-                *(
-                    [
-                        Evidence(
-                            "log",
-                            begun.header.at_ns,
-                            log_ref(begun.header.offset),
-                            f"loading: {a.model}:{begun.version}",
-                        )
-                    ]
-                    if begun is not None
-                    else []
-                ),
+                *([_loading(begun)] if begun is not None else []),
                 Evidence("log", line.header.at_ns, log_ref(line.header.offset), line.text),
                 *(
                     [
@@ -179,21 +165,15 @@ class ModelLoadFailed:
             first_seen_ns=min(a.at_ns for a in failed),
             last_seen_ns=ended.header.at_ns,
             evidence=(
-                *(
-                    [
-                        Evidence(
-                            "log",
-                            begun[-1].header.at_ns,
-                            log_ref(begun[-1].header.offset),
-                            f"loading: {model}:{begun[-1].version}",
-                        )
-                    ]
-                    if begun
-                    else []
-                ),
+                *([_loading(begun[-1])] if begun else []),
                 *evidence,
             ),
         )
+
+
+def _loading(begun: ev.ModelStateChange) -> Evidence:
+    what = f"loading: {begun.model}:{begun.version}"
+    return Evidence("log", begun.header.at_ns, log_ref(begun.header.offset), what)
 
 
 def _warmup_of(a: Attempt, failed: list[ev.WarmupRun]) -> ev.WarmupRun | None:
@@ -205,9 +185,7 @@ def _after(ns: int) -> str:
     return f"{ns / 1e9:.1f} s later" if ns >= 1e9 else f"{ns / 1e6:.1f} ms later"
 
 
-def _crashed_loads(
-    window: Window, tried: list[Attempt]
-) -> list[tuple[Attempt, ev.ErrorLine, Crash]]:
+def _crashed_loads(window: Window, tried: list[Attempt]) -> list[tuple[Attempt, Raised, Crash]]:
     """Loads that never ended because the server crashed, right after an execute of the
     loading model raised: 2.51 runs a model's warmup inside its load, and a warmup that
     raised on one of two instances crashed it (SIGSEGV) in 6 of 7 tries instead of writing
@@ -216,23 +194,21 @@ def _crashed_loads(
     if not open_:
         return []
     died = crashes(window.logs(ev.StubOutput))
-    errors = window.logs(ev.ErrorLine)
+    errors = raised(window)
     out = []
     for a in open_:
         crash = next((c for c in died if c.at_ns > a.at_ns), None)
         if crash is None:
             continue
-        line = next(
+        error = next(
             (
-                e
-                for e in errors
-                if a.at_ns <= e.header.at_ns <= crash.at_ns
-                and crash.at_ns - e.header.at_ns <= _CRASH_AFTER_NS
-                and (m := _INSTANCE.search(e.text)) is not None
-                and model_of_instance(m.group(1)) == a.model
+                r
+                for r in errors.get(a.model, ())
+                if a.at_ns <= r.line.header.at_ns <= crash.at_ns
+                and crash.at_ns - r.line.header.at_ns <= _CRASH_AFTER_NS
             ),
             None,
         )
-        if line is not None:
-            out.append((a, line, crash))
+        if error is not None:
+            out.append((a, error, crash))
     return out
