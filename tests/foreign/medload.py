@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from observability.load.client import Outcome, Status
-from tests.foreign.seqload import HttpClient
+from tests.foreign.seqload import HttpClient, failed
 
 __all__ = ["MedClient", "scans"]
 
@@ -71,11 +71,7 @@ class MedClient(HttpClient):
                 parameters=dict(parameters) if parameters else None,
             )
         except Exception as err:
-            latency = time.monotonic() - started
-            text = str(err)
-            timed_out = "timed out" in text.lower() or "timeout" in text.lower()
-            status = Status.TIMEOUT if timed_out else Status.ERROR
-            return Outcome(rid, model, fault, status, started, latency, text[:500])
+            return failed(rid, model, fault, started, err)
         latency = time.monotonic() - started
         shapes = {
             str(o["name"]): tuple(int(d) for d in o.get("shape", []))

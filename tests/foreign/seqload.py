@@ -24,6 +24,7 @@ __all__ = [
     "SEQ_KEYS",
     "HttpClient",
     "SequenceClient",
+    "failed",
     "inject_sequence",
     "sequence_worker",
     "warm_up",
@@ -59,6 +60,15 @@ class HttpClient:
             self._client.close()
 
 
+def failed(request_id: str, model: str, fault: str, started: float, err: Exception) -> Outcome:
+    """The outcome of a call that raised: a timeout when the client library says so."""
+    latency = time.monotonic() - started
+    text = str(err)
+    timed_out = "timed out" in text.lower() or "timeout" in text.lower()
+    status = Status.TIMEOUT if timed_out else Status.ERROR
+    return Outcome(request_id, model, fault, status, started, latency, text[:500])
+
+
 class SequenceClient(HttpClient):
     """Sends one step of a sequence and checks its answer."""
 
@@ -92,11 +102,7 @@ class SequenceClient(HttpClient):
                 parameters=dict(params) if params else None,
             )
         except Exception as err:
-            latency = time.monotonic() - started
-            text = str(err)
-            timed_out = "timed out" in text.lower() or "timeout" in text.lower()
-            status = Status.TIMEOUT if timed_out else Status.ERROR
-            return Outcome("", model, "", status, started, latency, text[:500]), None
+            return failed("", model, "", started, err), None
         latency = time.monotonic() - started
         shapes = {
             str(o["name"]): tuple(int(d) for d in o.get("shape", []))
