@@ -34,10 +34,13 @@ from dataclasses import dataclass, field
 
 from observability import events as ev
 from observability.detectors.crashes import crashes
-from observability.detectors.deadlines import DeadlinePolicy
+from observability.detectors.deadlines import DeadlinePolicy, p99
+from observability.detectors.instances import instances_of
+from observability.detectors.origins import CLIENT
 from observability.detectors.requests import log_ref
 from observability.detectors.streams import LogStream, log_streams
 from observability.detectors.target_down import gone_ns
+from observability.detectors.waits import origins_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -269,6 +272,8 @@ class StreamStalled:
                 + f"; past the {deadline:.3g} s stall deadline ({why})"
             )
             severity, shown = Severity.CRITICAL, stalled
+            if len(stalled) == 1:
+                summary += _next_calls(window, stalled[0], gaps)
         else:
             cancelled = sum(1 for s in resumed if s.cancelled)
             summary = (
@@ -280,7 +285,7 @@ class StreamStalled:
             severity, shown = Severity.WARNING, resumed
         summary += (
             ". Read from the verbose log's stream lines, which name no request: a stream is "
-            "matched to its responses by their count."
+            "matched to its responses by their count"
         )
         evidence = []
         for s in shown[: self.max_named]:
@@ -317,6 +322,95 @@ def _describe(s: LogStream, now: int) -> str:
     return (
         f"{who} quiet for {s.quiet_s(now):.1f} s after {s.responses} response(s), open "
         f"{(now - s.opened_ns) / 1e9:.1f} s"
+    )
+
+
+_MAX_CALLS_NAMED = 3
+_CALL_HORIZON_S = (0.01, 1.0)
+"""Bounds of how long after a stream's last response its next BLS call is looked for: the
+p99 of its model's response gaps, within these."""
+
+
+def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
+    """The BLS calls admitted right after the stalled stream's last response, as a clause of
+    the finding. A decoupled model's ``execute`` returns at once (its request is released in a
+    millisecond), so no open batch and no open call of it is left to name: what the log still
+    shows is the stream's next step, a call to another model admitted within the usual gap
+    after the last response (sum_lm_hang: the router's call to the language model that sent
+    one token of three, 1.1 ms after the router's last response). The lines name no caller:
+    with several streams open, the calls of another may fall in the same interval, so every
+    call there is listed. A whole-second log lists the calls of that second."""
+    horizon_s = min(max(p99(gaps_s) if gaps_s else 0.0, _CALL_HORIZON_S[0]), _CALL_HORIZON_S[1])
+    since = stream.last_ns
+    until = since + int(horizon_s * 1e9)
+    if window.whole_seconds:
+        since = since - since % 1_000_000_000
+        until = since + 999_999_999
+    origin = origins_of(window)
+    calls = [
+        r
+        for r in window.logs(ev.RequestPrepared)
+        if since <= r.header.at_ns <= until
+        and r.header.offset > stream.last_offset
+        and r.model != stream.model
+        and origin.get((r.header.at_ns, r.header.offset), CLIENT) != CLIENT
+    ]
+    if not calls:
+        return ""
+    if window.whole_seconds:
+        counts: dict[str, int] = {}
+        for r in calls:
+            counts[r.model] = counts.get(r.model, 0) + 1
+        named = ", ".join(f"{m} ({n})" for m, n in list(counts.items())[:_MAX_CALLS_NAMED])
+        return (
+            f"; BLS calls admitted in the second of its last activity (the log's times are "
+            f"whole seconds, so they may be another stream's): {named}"
+        )
+    shown = ", ".join(
+        f"{r.model} {(r.header.at_ns - stream.last_ns) / 1e6:.1f} ms"
+        for r in calls[:_MAX_CALLS_NAMED]
+    )
+    first = calls[0]
+    after_ms = (first.header.at_ns - stream.last_ns) / 1e6
+    last = "its last response" if stream.responses else "it was read"
+    return (
+        f"; the first BLS call admitted after {last} went to {first.model}, "
+        f"{after_ms:.1f} ms after, {_fate(window, first)} (calls within its usual gap of "
+        f"{horizon_s * 1e3:.0f} ms: {shown} after; with other streams open, one may be "
+        "theirs)"
+    )
+
+
+def _fate(window: Window, call: ev.RequestPrepared) -> str:
+    """What became of a call: still executing (the stream waits on it), or released, when the
+    stream's own code may have stopped after it as well as a decoupled callee's sends."""
+    admitted = {
+        (r.prepared_ns, r.offset): x for x in instances_of(window).executions for r in x.requests
+    }
+    x = admitted.get((call.header.at_ns, call.header.offset))
+    if x is None:
+        return "and was not seen executing"
+    if x.end_ns is None:
+        return f"and is still executing on {x.instance}: the stream waits on it"
+    released = f"and was released {(x.end_ns - call.header.at_ns) / 1e6:.1f} ms later"
+    configs = [c for c in window.logs(ev.ModelConfig) if c.model == x.model]
+    if not configs:  # no config line in the window: either may be the cause
+        return (
+            f"{released}; nothing of the stream followed: its own code stopped after that "
+            f"call (an exception swallowed in the thread that sends, a wait on something "
+            f"else), or {x.model}, if decoupled, stopped sending without its final flag"
+        )
+    if configs[-1].decoupled:
+        return (
+            f"{released}, as a decoupled model's request is when its execute returns; "
+            f"nothing of the stream followed: {x.model}'s responses may have stopped without "
+            f"their final flag while the stream waits on them, or the stream's own code "
+            f"stopped after the call"
+        )
+    return (
+        f"{released}, answered ({x.model} is not decoupled); nothing of the stream followed: "
+        "its own code stopped after that call (an exception swallowed in the thread that "
+        "sends, a wait on something else)"
     )
 
 

@@ -22,6 +22,7 @@ from observability.detectors.stream_stalled import StreamStalled
 from observability.detectors.streams import log_streams
 from observability.findings import Severity
 from tests.detectors.recording import RecordedRun
+from tests.foreign.parsed import analysis
 
 
 @dataclass
@@ -281,3 +282,33 @@ def test_a_read_is_paired_with_a_streamed_models_line_not_a_bls_childs() -> None
     streams = log_streams(_lines(*rows))
     assert [s.model for s in streams] == ["llm"] * 6
     assert [(s.responses, s.open) for s in streams[-1:]] == [(2, True)]
+
+
+def _stalled(name: str) -> str:
+    (finding,) = [f for f in analysis(name).findings if f.kind == "stream_stalled"]
+    return finding.summary
+
+
+def test_a_stall_on_a_decoupled_childs_stream_names_the_child() -> None:
+    """sum_lm_hang (tests/fixtures/foreign): sum_router's decoupled execute returns at once, so
+    no batch of it stays open; the stream's next step after its last response was a call to
+    sum_lm, decoupled (its config says so), whose generator stopped after 1 of 3 tokens."""
+    summary = _stalled("sum_lm_hang")
+    assert "first BLS call admitted after its last response went to sum_lm, 1.1 ms after" in (
+        summary
+    )
+    assert "as a decoupled model's request is when its execute returns" in summary
+
+
+def test_a_stall_in_the_streams_own_code_says_its_last_call_was_answered() -> None:
+    """llm_stream_stall: llm_bls's worker called kv_decoder (not decoupled, answered), then
+    raised in its own code and swallowed it: the callee is named, and not blamed."""
+    summary = _stalled("llm_stream_stall")
+    assert "went to kv_decoder" in summary
+    assert "answered (kv_decoder is not decoupled)" in summary
+    assert "its own code stopped after that call" in summary
+
+
+def test_a_whole_second_log_lists_the_calls_of_that_second() -> None:
+    summary = _stalled("sum_lm_hang_iso")
+    assert "in the second of its last activity" in summary and "sum_lm (" in summary
