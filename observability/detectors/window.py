@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from observability import events as ev
 from observability.store import Store
@@ -122,6 +122,20 @@ class Window:
         return out
 
     # -- metrics and stats -------------------------------------------------------------
+    @cached_property
+    def _by_type(self) -> dict[type, list[object]]:
+        """The events by exact class, in their order, made in one pass: five readers each
+        scanned every event of an in-memory window (most of them log lines) for one class."""
+        out: dict[type, list[object]] = {}
+        for e in self.events:
+            out.setdefault(type(e), []).append(e)
+        return out
+
+    def _of(self, kind: type[R]) -> list[R]:
+        """The events of ``kind`` or a subclass of it, each class's in event order."""
+        found = [e for t, es in self._by_type.items() if issubclass(t, kind) for e in es]
+        return cast(list[R], found)
+
     def samples(self, name: str) -> list[tuple[str, int, ev.MetricSample]]:
         """``(target, at_ns, sample)`` of one sample name, in time order."""
         if self.store is not None:
@@ -134,9 +148,7 @@ class Window:
         per pass, and a scan of the events per name was a scan of the whole live window."""
         out: dict[str, list[tuple[str, int, ev.MetricSample]]] = {}
         scrapes = [
-            e
-            for e in self.events
-            if isinstance(e, ev.MetricsScrape) and self.since_ns <= e.at_ns <= self.until_ns
+            e for e in self._of(ev.MetricsScrape) if self.since_ns <= e.at_ns <= self.until_ns
         ]
         for e in sorted(scrapes, key=lambda e: e.at_ns):
             for s in e.samples:
@@ -146,7 +158,7 @@ class Window:
     @cached_property
     def model_stats(self) -> list[ev.ModelStats]:
         source: Iterable[object] = (
-            self.store.model_stats() if self.store is not None else self.events
+            self.store.model_stats() if self.store is not None else self._of(ev.ModelStats)
         )
         return [
             e
@@ -156,7 +168,9 @@ class Window:
 
     @cached_property
     def scrapes(self) -> list[ev.ScrapeStatus]:
-        source: Iterable[object] = self.store.scrapes() if self.store is not None else self.events
+        source: Iterable[object] = (
+            self.store.scrapes() if self.store is not None else self._of(ev.ScrapeStatus)
+        )
         return [
             e
             for e in source
@@ -169,7 +183,7 @@ class Window:
         """Trace-file spans (monotonic clock; see :meth:`trace_epoch_ns`). Not time-filtered
         unless the clock offset is known."""
         source: Iterable[object] = (
-            self.store.trace_spans() if self.store is not None else self.events
+            self.store.trace_spans() if self.store is not None else self._of(ev.TraceSpan)
         )
         spans = [e for e in source if isinstance(e, ev.TraceSpan)]
         if self.clock_offset_ns is None:
@@ -189,7 +203,7 @@ class Window:
     @cached_property
     def otlp_spans(self) -> list[ev.OtlpSpan]:
         source: Iterable[object] = (
-            self.store.otlp_spans() if self.store is not None else self.events
+            self.store.otlp_spans() if self.store is not None else self._of(ev.OtlpSpan)
         )
         return [
             e
