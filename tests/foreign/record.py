@@ -6,7 +6,7 @@ Each scenario starts Triton (the lab of ``observability.lab``) on one of this fo
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
-``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``:
+``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -98,7 +98,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med`` or ``warm``."""
+    ``med``, ``warm`` or ``img``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -2795,6 +2795,156 @@ _WARM = (
 )
 
 
+_IMG_PIPELINE = (
+    "the image-tagging pipeline (img_gateway, python BLS, synchronous exec() run for each "
+    "request of a batch in the instance's pool of 8 threads, 2 instances, dynamic batching up "
+    "to 8 (0.5 ms), calls img_preprocess, python, 4 instances, dynamic batching preferred 4 or "
+    "8 (0.5 ms) up to 8, then img_tagger, python, 2 instances, no batching, children without "
+    "ids built with trace=request.trace()) under eight id-less gRPC clients in a closed loop"
+)
+_IMG_HANG_ENV = {"IMG_PREP_HANG_INSTANCE": "img_preprocess_0_2", "IMG_PREP_HANG_AFTER_S": "5"}
+"""img_preprocess_0_2 wedges 5 s after its first execute: every execute of it from then on
+sleeps 300 s (only the first is ever reached: Triton sends a busy instance nothing more)."""
+_IMG_SURGE = {"img_direct": 1, "img_pause_s": 0.2}
+"""The surge clients send a batch of 8 thumbnails (PIXELS [8, 256]) straight to
+img_preprocess (a bulk re-tagging job), pausing 0.2 s after each answer."""
+_IMG_BURST = Injection(
+    5,
+    16,
+    _IMG_SURGE,
+    10,
+    "16 more clients, each sending img_preprocess a batch of 8 for 10 s (0.2 s pause)",
+    repeat_s=10,
+)
+_IMG_HANG_NOTE = (
+    "One hang, one alert: the stuck batch holds requests of img_preprocess on one of its four "
+    "instances (img_preprocess_0_2) for the rest of the window, while the other three serve. "
+    "The clients of that batch time out (10 s); img_gateway's execute that waits on it gives "
+    "up after its guard (20 s) and answers an error (to clients that are gone), so at the "
+    "window's end only img_preprocess holds the hung requests: a user must be told that "
+    "model and the instance."
+)
+_IMG_ERRORS_NOTE = (
+    "About 3% of img_tagger's executes raise RuntimeError (a label lookup): the clients of "
+    "those requests get the error through img_gateway; the other 97% are served. An "
+    "intermittent exception that reaches clients must be told (the traceback is in the log "
+    "and /metrics counts img_tagger's failures), at warning: the model serves most requests."
+)
+_IMG_CREEP_NOTE = (
+    "No request fails: every execute of each img_preprocess instance takes 5 ms longer than "
+    "its previous one (44 ms a batch in the first 3 s, 373 ms in the last 3 s). The queue "
+    "builds at img_gateway, not img_preprocess: each img_gateway execute waits for its "
+    "batch's img_preprocess calls, so both img_gateway instances are busy 27.8 s of the 30 "
+    "and its queue holds 1 to 4 requests, while img_preprocess never has more than 2 or 3 "
+    "of its 4 instances busy (all 4 for 0.1 s). A user must be told that img_gateway "
+    "cannot keep up because its img_preprocess calls keep getting slower (the finding must "
+    "name img_preprocess), not that img_preprocess's instances are all busy."
+)
+_IMG_QUIET_HANG_NOTE = (
+    "In this recording the wedged batch of img_preprocess_0_2 held calls of both "
+    "img_gateway instances, so for 19 s (until img_gateway's 20 s guard answered them an "
+    "error) nothing completed: img_gateway's nv_inference_pending_request_count 3 then 11, "
+    "every model's nv_inference_exec_count flat; eight clients timed out. Then the pipeline "
+    "served again on img_gateway's two instances and img_preprocess's other three. Without "
+    "the verbose log the hung batch itself is invisible (the pending gauge counts queued "
+    "requests, not executing ones, and the statistics count completions), so what a user can "
+    "and must be told is the 19 s stall of img_gateway (model_stalled)."
+)
+_IMG_REJECT_NOTE = (
+    "Served with --model-config-name=bounded: img_preprocess's configs/bounded.pbtxt bounds "
+    "its queue to 4 requests. Trace files are off: on 2.51 a traced BLS child rejected at "
+    "enqueue can crash tritonserver (tts_queue_full)."
+)
+_IMG_SURGE_NOTE = (
+    "The same surge as img_preprocess_queue_full, without the queue bound: the four instances "
+    "absorb it (a batch of 8 costs about 11 ms), nothing is rejected and nothing waits long. "
+    "Nothing of warning or above is expected."
+)
+_IMG = (
+    Scenario(
+        "img_healthy",
+        "img",
+        f"{_IMG_PIPELINE}; verbose log: the twin of every img_* fault",
+        (),
+        clients=8,
+    ),
+    Scenario(
+        "img_preprocess_hang",
+        "img",
+        f"{_IMG_PIPELINE}; IMG_PREP_HANG_INSTANCE=img_preprocess_0_2, IMG_PREP_HANG_AFTER_S=5: "
+        "5 s after its first execute, img_preprocess_0_2's execute blocks (300 s) on the batch "
+        "it holds, and Triton sends it nothing more; the other three instances keep serving; "
+        "the clients of that batch time out (10 s), img_gateway answers them an error after "
+        "its 20 s guard; verbose log",
+        (("hung_request", "img_preprocess"),),
+        clients=8,
+        env=_IMG_HANG_ENV,
+        note=_IMG_HANG_NOTE,
+    ),
+    Scenario(
+        "img_tagger_intermittent_errors",
+        "img",
+        f"{_IMG_PIPELINE}; IMG_TAGGER_FAIL_RATE=0.03: img_tagger raises RuntimeError on about "
+        "3% of its requests for the whole window, the error goes back to the client through "
+        "img_gateway; verbose log",
+        (("model_failing", "img_tagger"),),
+        clients=8,
+        env={"IMG_TAGGER_FAIL_RATE": "0.03"},
+        note=_IMG_ERRORS_NOTE,
+    ),
+    Scenario(
+        "img_preprocess_latency_creep",
+        "img",
+        f"{_IMG_PIPELINE}; IMG_PREP_CREEP_MS=5: each execute of an img_preprocess instance "
+        "takes 5 ms longer than its previous one, no errors, until the queue builds (at "
+        "img_gateway, whose executes wait on those calls); verbose log",
+        (("instance_saturation", "img_gateway"),),
+        clients=8,
+        env={"IMG_PREP_CREEP_MS": "5"},
+        note=_IMG_CREEP_NOTE,
+    ),
+    Scenario(
+        "img_preprocess_queue_full",
+        "img",
+        f"{_IMG_PIPELINE}; img_preprocess's queue bounded to 4 (configs/bounded.pbtxt, "
+        "--model-config-name=bounded); 5 s in, 16 more clients send img_preprocess a batch of "
+        "8 thumbnails each for 10 s (0.2 s pause): requests beyond the 4 waiting are rejected, "
+        "the surge's and img_gateway's children alike; verbose log, no trace files",
+        (("requests_rejected", "img_preprocess"),),
+        clients=8,
+        trace=False,
+        server_args=("--model-config-name=bounded",),
+        injections=(_IMG_BURST,),
+        note=_IMG_REJECT_NOTE,
+    ),
+    Scenario(
+        "img_healthy_surge",
+        "img",
+        f"{_IMG_PIPELINE}; 5 s in, the surge of img_preprocess_queue_full (16 more clients, a "
+        "batch of 8 thumbnails each to img_preprocess for 10 s, 0.2 s pause) against the "
+        "unbounded queue: absorbed; verbose log, no trace files",
+        (),
+        clients=8,
+        trace=False,
+        injections=(_IMG_BURST,),
+        note=_IMG_SURGE_NOTE,
+    ),
+    Scenario(
+        "img_preprocess_hang_quiet",
+        "img",
+        f"{_IMG_PIPELINE}; without --log-verbose, no trace files: img_preprocess_hang "
+        "(img_preprocess_0_2 blocks on its batch 5 s after its first execute, the other three "
+        "instances serve)",
+        (("model_stalled", "img_gateway"),),
+        clients=8,
+        log_verbose=0,
+        trace=False,
+        env=_IMG_HANG_ENV,
+        note=_IMG_QUIET_HANG_NOTE,
+    ),
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -2930,6 +3080,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_GEO,
         *_MED,
         *_WARM,
+        *_IMG,
     )
 }
 
@@ -3050,6 +3201,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
             "TILE": rng.integers(0, 256, size=(1, h, w)).astype(np.uint8),
             "ZOOM": np.array([[int(rng.integers(12, 18))]], dtype=np.int32),
         }
+    if repo == "img":  # a batch of one 16x16 grey thumbnail, FP32 pixels 0-255
+        return {"IMAGE": rng.integers(0, 256, size=(1, 256)).astype(np.float32)}
     if repo == "warm":  # one probe of 20 values; no batch dimension (warm_gateway: 0)
         return {"PROBE": rng.standard_normal(20).astype(np.float32)}
     if repo == "med":  # a batch of 1 to 4 FP16 scans and their ages (med_gateway: 4)
@@ -3117,6 +3270,8 @@ def _send(
         return _infer_any_dtype(client, "geo_pipeline", inputs, request_id, params)
     if repo == "med":
         return client.infer("med_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "img":
+        return _img_send(client, inputs, params, request_id)
     if repo == "warm":
         return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
@@ -3124,6 +3279,27 @@ def _send(
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
         return client.stream("sum_router", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+
+
+def _img_send(
+    client: object, inputs: dict[str, np.ndarray], params: dict, request_id: str
+) -> object:
+    """``img_gateway`` infer; with ``img_direct`` in ``params``, a batch of 8 thumbnails
+    (PIXELS [8, 256]) straight to ``img_preprocess`` instead (the surge of a bulk job), then a
+    pause of ``img_pause_s`` (neither is sent as a request parameter)."""
+    params = dict(params)
+    direct = params.pop("img_direct", None)
+    pause = float(params.pop("img_pause_s", 0) or 0)
+    if direct:
+        pixels = np.tile(inputs["IMAGE"], (8, 1)).astype(np.float32)
+        outcome = client.infer(  # type: ignore[attr-defined]
+            "img_preprocess", {"PIXELS": pixels}, request_id, parameters=params or None
+        )
+    else:
+        outcome = client.infer("img_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if pause:
+        time.sleep(pause)
+    return outcome
 
 
 def _infer_any_dtype(
@@ -3186,6 +3362,7 @@ _PAUSE_S = {
     "geo": 0.0,
     "med": 0.3,
     "warm": 0.2,
+    "img": 0.3,
 }
 
 
@@ -3602,6 +3779,7 @@ _LOAD_TEXT = {
     "geo": "`geo_pipeline` infer, a random TILE [1, H, W] (UINT8, H and W 16 or 32) and "
     "ZOOM [1, 1] (INT32, 12 to 17)",
     "warm": "`warm_gateway` infer, a random PROBE [20] (FP32)",
+    "img": "`img_gateway` infer, a random IMAGE [1, 256] (FP32 pixels 0-255)",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
