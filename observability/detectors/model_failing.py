@@ -153,7 +153,7 @@ class ModelFailing:
     min_failures: float = 5.0
     """Backend failures with no success, from /metrics, that make a failing model; and the
     error lines that make one that fails some of its requests."""
-    min_share: float = 0.05
+    min_share: float = 0.01
     """Share of a model's batches (or, without the verbose log, of its requests) that must
     have raised for a model that serves the rest to be reported."""
     max_evidence: int = 5

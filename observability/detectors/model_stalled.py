@@ -44,6 +44,7 @@ One outage, one alert: when the window holds verbose-log instance lines for the 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,7 @@ from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 from observability.rates import counter_increase
 
-__all__ = ["Drain", "ModelStalled", "Stall", "drains", "logged_models", "stalls"]
+__all__ = ["Drain", "ModelStalled", "Stall", "drains", "ended_stalls", "logged_models", "stalls"]
 
 PENDING = "nv_inference_pending_request_count"
 EXECUTIONS = "nv_inference_exec_count"
@@ -84,6 +85,9 @@ class Stall:
     """The last scrape at which the counter moved or was reset; ``None``: not in the window."""
     reset: bool = False
     """Whether that last change was a reset (the counter went down)."""
+    ended_ns: int | None = None
+    """The scrape at which a stall that ended was seen over: the counter moved, or nothing
+    was queued any more (``None``: stalled at the last scrape)."""
 
     @property
     def seconds(self) -> float:
@@ -170,6 +174,73 @@ def stalls(
             )
         )
     return sorted(out, key=lambda s: (-s.seconds, s.model))
+
+
+def ended_stalls(
+    pending: Iterable[tuple[str, int, ev.MetricSample]],
+    executions: Iterable[tuple[str, int, ev.MetricSample]],
+    stats: Sequence[ev.ModelStats] = (),
+) -> list[Stall]:
+    """Every stretch, before the last scrape, in which a model had requests queued at each
+    scrape and its execution counter stood still, and that then ended: the counter moved or
+    the queue emptied. A stall that passes leaves its clients' timeouts and nothing else on
+    /metrics (img_preprocess_hang_quiet: 19 s of the whole pipeline, until a guard in the
+    caller answered its calls with errors). Longest first; the deadline is the caller's."""
+    queued = _series(pending)
+    executed = _series(executions)
+    by_stats = _stats_series(stats)
+    out: list[Stall] = []
+    for (target, model), points in queued.items():
+        counter = executed.get((target, model)) or by_stats.get(model)
+        if not counter:
+            continue
+        changed = _changes(counter)
+        changes = [at for at, _ in changed]
+        resets = {at for at, reset in changed if reset}
+        since: int | None = None
+        last_ns = 0
+        most = 0.0
+        scrapes = 0
+        for at, value in points:
+            moved = _last_before(changes, at)
+            if since is not None and (value <= 0 or (moved is not None and moved > since)):
+                # Ended by a reset (a restarted Triton, a reloaded model): the restart is
+                # what the other findings tell, and the queued requests went with it.
+                if (
+                    last_ns > since
+                    and moved not in resets
+                    and not (model in by_stats and _moved_after(by_stats[model], since, last_ns))
+                ):
+                    out.append(
+                        Stall(model, target, since, last_ns, 0.0, most, scrapes,
+                              _value_at(counter, last_ns), moved, ended_ns=at)
+                    )  # fmt: skip
+                since = None
+            if value <= 0:
+                continue
+            if since is None:
+                since = at if moved is None else max(at, moved)
+                most, scrapes = 0.0, 0
+            last_ns, most, scrapes = at, max(most, value), scrapes + 1
+    return sorted(out, key=lambda s: (-s.seconds, s.model))
+
+
+def _changes(points: Sequence[tuple[int, float]]) -> list[tuple[int, bool]]:
+    """Each instant a counter grew or was reset, with whether it was a reset."""
+    return [
+        (at, cur < prev)
+        for (_, prev), (at, cur) in pairwise(points)
+        if cur < prev or counter_increase(prev, cur) > 0
+    ]
+
+
+def _last_before(changes: Sequence[int], at_ns: int) -> int | None:
+    i = bisect_right(changes, at_ns)
+    return changes[i - 1] if i else None
+
+
+def _value_at(points: Sequence[tuple[int, float]], at_ns: int) -> float:
+    return next((v for at, v in reversed(points) if at <= at_ns), points[0][1])
 
 
 def _moved_after(points: Sequence[tuple[int, float]], since_ns: int, until_ns: int) -> bool:
@@ -273,14 +344,24 @@ class ModelStalled:
     def detect(self, window: Window) -> list[Finding]:
         found = stalls(window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats)
         drained = drains(window.logs(ev.ExitInflight))
-        if not found and not drained:
-            return []
         deferred = logged_models(window)
         policy = DeadlinePolicy(ceiling_s=self.deadline_s, overrides=dict(self.deadlines))
         durations = execution_durations(window.model_stats)
         out: list[Finding] = []
         reported: set[str] = set()
         for stall in found:
+            if stall.model in deferred or stall.model in reported:
+                continue
+            seen = durations.get(stall.model, [])
+            deadline = policy.deadline_s(stall.model, seen)
+            if stall.seconds <= deadline:
+                continue
+            reported.add(stall.model)
+            out.append(self._finding(stall, deadline, policy.explain(stall.model, seen), window))
+        passed = ended_stalls(
+            window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats
+        )
+        for stall in passed:
             if stall.model in deferred or stall.model in reported:
                 continue
             seen = durations.get(stall.model, [])
@@ -343,6 +424,8 @@ class ModelStalled:
             idle = f"nothing has finished executing since {_clock(last_inference_ns)} UTC"
         else:
             idle = f"nothing has executed since {_clock(stall.since_ns)} UTC"
+        if stall.ended_ns is not None:
+            return self._ended_finding(stall, deadline, why)
         queued = f"{stall.queued:g} request{'s' if stall.queued != 1 else ''}"
         summary = (
             f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
@@ -391,15 +474,66 @@ class ModelStalled:
             severity=Severity.CRITICAL,
             model=stall.model,
             summary=summary,
-            advice=(
-                "Something holds every instance of the model: a BLS call into the model's own "
-                "only instance or a cycle A→B→A (a deadlock), an execute blocked on I/O or a "
-                "lock, a stub that stopped answering. Turn the verbose log on to name the "
-                "request and instance (restart with --log-verbose 1, or live: POST "
-                '/v2/logging {"log_verbose_level": 1}); py-spy dump --pid <stub pid> shows '
-                "where the stub waits. Restarting the model frees it; the queued requests are lost."
-            ),
+            advice=_ADVICE,
             first_seen_ns=stall.since_ns,
             last_seen_ns=stall.last_ns,
             evidence=tuple(evidence),
         )
+
+    def _ended_finding(self, stall: Stall, deadline: float, why: str) -> Finding:
+        assert stall.ended_ns is not None
+        how = (
+            "its execution count moved again"
+            if stall.moved_ns is not None and stall.moved_ns > stall.since_ns
+            else "its queue emptied with no execution (the queued requests timed out or "
+            "were cancelled)"
+        )
+        summary = (
+            f"{stall.model} stalled for {stall.seconds:.1f} s and then went on: requests were "
+            f"queued (at most {stall.most_queued:g}) at every scrape from "
+            f"{_clock(stall.since_ns)} to {_clock(stall.last_ns)} UTC while it finished no "
+            f"execution, past its {deadline:.3g} s deadline ({why}); at "
+            f"{_clock(stall.ended_ns)} UTC {how}. Its clients waited through it, or timed out. "
+            "Seen from metrics only: Triton's verbose log (--log-verbose 1) would tell which "
+            "request and instance held it."
+        )
+        evidence = (
+            Evidence(
+                "metrics",
+                stall.since_ns,
+                _series_ref(PENDING, stall.model, stall.target),
+                f"> 0 at all {stall.scrapes} scrapes from {_clock(stall.since_ns)} to "
+                f"{_clock(stall.last_ns)} UTC (at most {stall.most_queued:g})",
+            ),
+            Evidence(
+                "metrics",
+                stall.ended_ns,
+                _series_ref(EXECUTIONS, stall.model, stall.target),
+                (
+                    f"{stall.executions:g} and unchanged for {stall.seconds:.1f} s"
+                    if stall.executions is not None
+                    else "the execution count of /v2/models/stats unchanged"
+                )
+                + f"; at {_clock(stall.ended_ns)} UTC {how}",
+            ),
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.WARNING,
+            model=stall.model,
+            summary=summary,
+            advice=_ADVICE,
+            first_seen_ns=stall.since_ns,
+            last_seen_ns=stall.ended_ns,
+            evidence=evidence,
+        )
+
+
+_ADVICE = (
+    "Something holds every instance of the model: a BLS call into the model's own "
+    "only instance or a cycle A→B→A (a deadlock), an execute blocked on I/O or a "
+    "lock, a stub that stopped answering. Turn the verbose log on to name the "
+    "request and instance (restart with --log-verbose 1, or live: POST "
+    '/v2/logging {"log_verbose_level": 1}); py-spy dump --pid <stub pid> shows '
+    "where the stub waits. Restarting the model frees it; the queued requests are lost."
+)

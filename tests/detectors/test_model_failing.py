@@ -100,3 +100,15 @@ def test_a_model_raising_on_some_batches_is_a_warning_with_its_exception() -> No
     assert [(f.model, f.severity) for f in failing] == [("tts_acoustic", Severity.WARNING)]
     assert "KeyError" in failing[0].summary and "failed" in failing[0].summary
     assert not [f for f in found if f.kind == "stub_unhealthy"]
+
+
+def test_a_model_raising_on_a_few_percent_of_its_batches_is_a_warning() -> None:
+    """img_tagger_intermittent_errors: img_tagger raises RuntimeError on 28 of its 759
+    batches (3.7%) through the whole window; its BLS caller relays the errors. A steady few
+    percent of requests failing is a warning on the model that raises, not on its caller."""
+    found = [f for f in _analysis("img_tagger_intermittent_errors").findings if f.severity.rank]
+    assert [(f.kind, f.model, f.severity) for f in found] == [
+        ("model_failing", "img_tagger", Severity.WARNING)
+    ]
+    assert "raised on 28 of its 759 batches" in found[0].summary
+    assert "RuntimeError" in found[0].summary

@@ -24,6 +24,7 @@ from observability.detectors.model_stalled import (
     EXECUTIONS,
     PENDING,
     ModelStalled,
+    ended_stalls,
     logged_models,
     stalls,
 )
@@ -34,6 +35,7 @@ from observability.lab import demo_repository
 from observability.load.client import TritonClient
 from observability.store import Store
 from observability.watch import WatchConfig, Watcher
+from tests.foreign.parsed import analysis
 
 S = 1_000_000_000
 T0 = 1_790_000_000 * S
@@ -120,6 +122,41 @@ def test_a_long_execution_with_nothing_queued_and_an_idle_model_are_not_stalls()
     assert _detect(_series([0] * 10, [3] * 10)) == []
     # Queued only for the last 2 s after an hour idle: the clock starts at the queue.
     assert _detect(_series([0] * 8 + [1, 1, 1], [3] * 11)) == []
+
+
+def test_a_stall_that_ended_is_a_warning_with_its_start_and_end() -> None:
+    # img_preprocess_hang_quiet's shape: queued and no execution for 6 s, then it moved on.
+    events = _series([0, 1, 2, 3, 4, 4, 4, 4, 2, 0, 0], [5, 6, 6, 6, 6, 6, 6, 6, 9, 12, 12])
+    (f,) = _detect(events)
+    assert f.severity is Severity.WARNING
+    assert "stalled for 6.0 s and then went on" in f.summary and "at most 4" in f.summary
+    assert "execution count moved again" in f.summary
+    assert (f.first_seen_ns, f.last_seen_ns) == (T0 + S, T0 + 8 * S)
+    # A queue that empties with no execution (its requests timed out) ends it too.
+    (g,) = _detect(_series([0, 2, 2, 2, 2, 2, 0, 0], [5] * 8))
+    assert "its queue emptied with no execution" in g.summary
+    # Not past the deadline, or executing all along: nothing.
+    assert _detect(_series([0, 1, 1, 1, 0, 0], [5, 5, 5, 5, 6, 6])) == []
+    assert _detect(_series([0, 4, 6, 5, 7, 0], [5, 9, 13, 17, 21, 25])) == []
+    # Still stalled at the last scrape: the critical finding, not an ended one.
+    trailing = _series([0, 1, 1, 1, 1, 1, 1], [5] * 7)
+    pend = [(TARGET, e.at_ns, s) for e in trailing for s in e.samples if s.name == PENDING]  # type: ignore[attr-defined]
+    done = [(TARGET, e.at_ns, s) for e in trailing for s in e.samples if s.name == EXECUTIONS]  # type: ignore[attr-defined]
+    assert ended_stalls(pend, done) == []
+    assert [f.severity for f in _detect(trailing)] == [Severity.CRITICAL]
+
+
+def test_a_stall_that_ended_on_a_real_triton_is_told_from_metrics_alone() -> None:
+    """img_preprocess_hang_quiet (tests/fixtures/foreign, --log-verbose 0): a wedged
+    img_preprocess batch held calls of both img_gateway instances for 18 s, until the
+    gateway's own 20 s guard answered them with errors."""
+    found = [f for f in analysis("img_preprocess_hang_quiet").findings if f.severity.rank]
+    assert [(f.kind, f.model, f.severity) for f in found] == [
+        ("model_stalled", "img_gateway", Severity.WARNING)
+    ]
+    assert "stalled for 18.0 s and then went on" in found[0].summary
+    healthy = [f for f in analysis("img_healthy_surge").findings if f.severity.rank]
+    assert healthy == []
 
 
 def test_a_counter_reset_restarts_the_clock() -> None:

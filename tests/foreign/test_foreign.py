@@ -37,17 +37,6 @@ GAPS: dict[str, str] = {
     "every request. model_failing names vid_detect (from empty_answers.answering_empty) with "
     "vid_gateway as its relay, and says the empty answers may be an undeclared output, but "
     "cannot tell one from an error response: both leave the same log",
-    "img_tagger_intermittent_errors": "model_failing's partial rule (model_failing.py "
-    "_raising_some, min_share 0.05) drops a model that raises on fewer than 5% of its batches: "
-    "28 'pb_stub.cc:714 Failed to process the request(s) for model 'img_tagger_0_0|1', "
-    "message: RuntimeError: img_tagger: label lookup failed: class id ... is not in the "
-    "vocabulary' lines (14 per instance, 12:16:14.16 to 12:16:41.24) over 759 img_tagger "
-    "executes of 1 request each (3.7%); /metrics nv_inference_request_failure{model="
-    "'img_tagger',reason='BACKEND'} 28 against 731 successes, while img_gateway counts the "
-    "28 relayed error responses as successes (759); 28 of 761 client requests got the "
-    "RuntimeError. Nothing is reported: a steady 3.7% of a model's requests failing with "
-    "the same exception, through the whole window, needs a warning (a count floor, e.g. "
-    "min_failures over the window, rather than a share of 5%)",
     "img_preprocess_latency_creep": "instance_saturation on img_gateway is found (warning, "
     "'All 2 instances of img_gateway were busy for 20.9 s while its queue grew from 1 to 4 "
     "requests (fed by clients)') but names no cause: every img_gateway execute waits on its "
@@ -58,16 +47,6 @@ GAPS: dict[str, str] = {
     "saturated because a callee keeps getting slower. instance_saturation.py would have to "
     "read the busy stretch's callees (waits.callees) and name the one whose execution time "
     "rose across the stretch",
-    "img_preprocess_hang_quiet": "model_stalled reads only the trailing run of pending > 0 "
-    "(model_stalled.py stalls(): 'from since to the last scrape'), so a stall that ended "
-    "before the window did is never told: img_gateway's nv_inference_pending_request_count "
-    "was 3 from the scrape at 12:20:21.06 and 11 from 12:20:31.06 to 12:20:39.06, while "
-    "nv_inference_exec_count stood still for every model (img_gateway 67, img_preprocess "
-    "75) from 12:20:20.06 to 12:20:39.06 (19 s, past the 10 s deadline); it moved again at "
-    "12:20:40.08 (img_gateway's 20 s guard answered the wedged calls an error) and the "
-    "window ends at 12:20:45.05. Eight clients timed out. A stall of 19 s that recovered "
-    "must still be reported (as the drain's 'in-flight inferences' are), with when it began "
-    "and ended",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
