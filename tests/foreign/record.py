@@ -6,7 +6,8 @@ Each scenario starts Triton (the lab of ``observability.lab``) on one of this fo
 repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
-``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``:
+``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
+``repos/xl``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -15,7 +16,9 @@ The ``stateful`` clients speak HTTP and send sequences (``sequence_id``, start a
 to one pinned version of a model served in two; the ``vid`` clients speak HTTP too; the
 ``med`` clients speak HTTP with FP16 scans in batches of 1 to 4 (``tests.foreign.medload``)
 and call one of two served versions of a model directly; every other family's clients speak
-gRPC:
+gRPC. The ``xl`` scenarios run Triton in OpenTelemetry trace mode (``Scenario.trace_mode``):
+no trace file, the spans Triton posts over OTLP/HTTP land in the bundle's ``otlp/``. Each
+scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -98,7 +101,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm`` or ``img``."""
+    ``med``, ``warm``, ``img`` or ``xl``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -108,6 +111,13 @@ class Scenario:
     injections: tuple[Injection, ...] = ()
     duration_s: float = 30.0
     trace: bool = True
+    trace_mode: str = "triton"
+    """``triton``: trace files (``--trace-config=triton,file=...``) when ``trace`` is on.
+    ``opentelemetry``: no trace file; Triton exports OTLP/HTTP spans
+    (``--trace-config=mode=opentelemetry``, ``rate=1``, ``level=TIMESTAMPS``, a 200 ms
+    batch span processor delay) to the capture's OTLP receiver on a free loopback port chosen
+    before Triton starts (the bundle's ``otlp/``); spans posted before the capture starts
+    are lost."""
     model_control: str = "none"
     log_from_start: bool = True
     """False: the capture copies the log from its own start only (it began after the server
@@ -2945,6 +2955,162 @@ _IMG = (
 )
 
 
+_XL_PIPELINE = (
+    "the translation pipeline (xl_gateway, python BLS, async def execute, 2 instances, no "
+    "batching, fans out one async_exec() per sentence to xl_translate, python, dynamic "
+    "batching up to 8, 3 ms, 2 instances, gathered with asyncio.gather and merged in the "
+    "gather's done-callback, then one async_exec() to xl_detok, python, 1 instance, no "
+    "batching; children without ids built with trace=request.trace()) under three id-less "
+    "gRPC clients; Triton in OpenTelemetry trace mode (OTLP/HTTP spans to the capture, no "
+    "trace file)"
+)
+_XL_HANG = Injection(
+    5,
+    1,
+    {"xl_fault": "hang"},
+    10,
+    "the first sentence's xl_translate call carries hang_s=300: its batch sleeps 300 s",
+)
+_XL_HANG_TEXT = (
+    "5 s in, one request (2 sentences) whose first sentence's xl_translate call makes its "
+    "batch sleep 300 s (a stuck decode): that xl_translate instance and the xl_gateway "
+    "instance awaiting the gather are held (Triton runs one async execute per instance at a "
+    "time), as is any other gateway request with a sentence in the same batch; the client "
+    "gives up after 10 s"
+)
+_XL_QUIET_HANG_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, not that nothing is wrong. "
+    "Without the verbose log the hung request leaves almost nothing in the window: Triton 2.51 "
+    "posts an OpenTelemetry span when a request ends, so the hung request's trace (its gRPC "
+    "InferRequest span, its xl_gateway span, both xl_translate spans, in the stuck batch, "
+    "and their compute spans) never posts a single span; /metrics and /v2/models/stats "
+    "count completions only, and the pending gauges stay 0 because the second instance of "
+    "xl_gateway and of xl_translate absorbs the three clients' load. The one sign is in the "
+    "spans' triton.trace_id attribute, a counter over every traced request of the server "
+    "(BLS children included): the hung request's three numbers are never posted while later "
+    "ones are, but no posted span says which model they belonged to. Holding both gateway "
+    "instances (xl_translate_stall_quiet) is what model_stalled can see."
+)
+_XL_CALLBACK = Injection(
+    5,
+    1,
+    {"xl_fault": "callback"},
+    10,
+    "the gather's done-callback raises KeyError (glossary 'customer-acme' missing)",
+)
+_XL = (
+    Scenario(
+        "xl_healthy",
+        "xl",
+        f"{_XL_PIPELINE}; verbose log: the twin of every xl_* fault",
+        (),
+        clients=3,
+        trace_mode="opentelemetry",
+    ),
+    Scenario(
+        "xl_healthy_quiet",
+        "xl",
+        f"{_XL_PIPELINE}; without --log-verbose (spans and metrics only): the quiet twin",
+        (),
+        clients=3,
+        trace_mode="opentelemetry",
+        log_verbose=0,
+    ),
+    Scenario(
+        "xl_translate_hang",
+        "xl",
+        f"{_XL_PIPELINE}; verbose log; {_XL_HANG_TEXT}",
+        (("hung_request", "xl_gateway"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        injections=(_XL_HANG,),
+    ),
+    Scenario(
+        "xl_translate_hang_quiet",
+        "xl",
+        f"{_XL_PIPELINE}; without --log-verbose (spans and metrics only); {_XL_HANG_TEXT}. "
+        "Nothing of warning or above is expected (PROVENANCE.md says why)",
+        (),
+        clients=3,
+        trace_mode="opentelemetry",
+        log_verbose=0,
+        injections=(_XL_HANG,),
+        note=_XL_QUIET_HANG_NOTE,
+    ),
+    Scenario(
+        "xl_translate_stall_quiet",
+        "xl",
+        f"{_XL_PIPELINE}; without --log-verbose (spans and metrics only); 5 s in, two "
+        "concurrent requests whose first sentence's xl_translate batch never returns (300 s): "
+        "each holds one of the two xl_gateway instances (Triton runs one async execute per "
+        "instance at a time), so every later request queues at xl_gateway and its client "
+        "gives up after 10 s",
+        (("model_stalled", "xl_gateway"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        log_verbose=0,
+        injections=(replace(_XL_HANG, count=2),),
+    ),
+    Scenario(
+        "xl_callback_error",
+        "xl",
+        f"{_XL_PIPELINE}; verbose log; 5 s in, one request whose merge, in the gather's "
+        "done-callback, raises KeyError: asyncio logs 'Exception in callback ...', the future "
+        "the request awaits is never resolved, no response and no error is counted, the "
+        "client gives up after 10 s",
+        (("callback_error", "xl_gateway"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        injections=(_XL_CALLBACK,),
+    ),
+    Scenario(
+        "xl_callback_error_quiet",
+        "xl",
+        f"{_XL_PIPELINE}; without --log-verbose (spans, metrics and the stubs' own output); "
+        "5 s in, one request whose merge, in the gather's done-callback, raises KeyError: "
+        "asyncio logs 'Exception in callback ...', the future the request awaits is never "
+        "resolved, no response and no error is counted, the client gives up after 10 s",
+        (("callback_error", "xl_gateway"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        log_verbose=0,
+        injections=(_XL_CALLBACK,),
+    ),
+    Scenario(
+        "xl_detok_leak",
+        "xl",
+        f"{_XL_PIPELINE}; verbose log; XL_DETOK_LEAK=1: xl_detok appends the ids it emits "
+        "to its kept carry buffer instead of replacing it, so TEXT_IDS (and the gateway's "
+        "TGT) about doubles on every call until the buffer passes 65536 ids and is cut back",
+        (("shape_growth", "xl_detok"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        env={"XL_DETOK_LEAK": "1"},
+    ),
+    Scenario(
+        "xl_translate_cold_start",
+        "xl",
+        f"{_XL_PIPELINE}; verbose log; XL_TRANSLATE_SETUP_S=4: each xl_translate instance's "
+        "first execute after the load pays a 4 s lazy set-up; the first requests wait",
+        (("cold_start", "xl_translate"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        env={"XL_TRANSLATE_SETUP_S": "4"},
+    ),
+    Scenario(
+        "xl_translate_cold_start_quiet",
+        "xl",
+        f"{_XL_PIPELINE}; without --log-verbose (spans and metrics only); "
+        "XL_TRANSLATE_SETUP_S=4: each xl_translate instance's first execute after the load "
+        "pays a 4 s lazy set-up; the first requests wait",
+        (("cold_start", "xl_translate"),),
+        clients=3,
+        trace_mode="opentelemetry",
+        log_verbose=0,
+        env={"XL_TRANSLATE_SETUP_S": "4"},
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -3081,6 +3247,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_MED,
         *_WARM,
         *_IMG,
+        *_XL,
     )
 }
 
@@ -3205,6 +3372,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"IMAGE": rng.integers(0, 256, size=(1, 256)).astype(np.float32)}
     if repo == "warm":  # one probe of 20 values; no batch dimension (warm_gateway: 0)
         return {"PROBE": rng.standard_normal(20).astype(np.float32)}
+    if repo == "xl":  # 2 or 3 sentences of 8 source token ids; no batch dimension
+        return {"SRC": rng.integers(4, 32000, size=8 * int(rng.integers(2, 4))).astype(np.int32)}
     if repo == "med":  # a batch of 1 to 4 FP16 scans and their ages (med_gateway: 4)
         return medload.scans(rng)
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
@@ -3274,6 +3443,8 @@ def _send(
         return _img_send(client, inputs, params, request_id)
     if repo == "warm":
         return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "xl":
+        return client.infer("xl_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
@@ -3363,6 +3534,7 @@ _PAUSE_S = {
     "med": 0.3,
     "warm": 0.2,
     "img": 0.3,
+    "xl": 0.4,
 }
 
 
@@ -3611,18 +3783,20 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
         raise SystemExit(f"{out} exists: remove it first (or record elsewhere)")
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     outcomes = Outcomes()
+    file_trace = scenario.trace and scenario.trace_mode == "triton"
+    otlp_port = _free_loopback_port() if scenario.trace_mode == "opentelemetry" else None
     with tempfile.TemporaryDirectory(prefix=f"foreign-{scenario.name}-") as tmp:
         cfg = LabConfig(
             model_repository=_served_repository(scenario, Path(tmp)),
             run_dir=Path(tmp) / "run",
             log_verbose=scenario.log_verbose,
             log_format=scenario.log_format,
-            trace=scenario.trace,
-            trace_log_frequency=20 if scenario.trace else None,
+            trace=file_trace,
+            trace_log_frequency=20 if file_trace else None,
             env=dict(scenario.env),
             exit_timeout_s=5,
             model_control=scenario.model_control,
-            extra_args=_server_args(scenario),
+            extra_args=_server_args(scenario) + _otel_args(otlp_port),
         )
         lab = TritonLab(cfg)
         stop = threading.Event()
@@ -3672,10 +3846,11 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                     url=lab.http_url,
                     metrics_url=lab.metrics_url,
                     log=lab.log_path,
-                    trace=lab.trace_path if scenario.trace else None,
+                    trace=lab.trace_path if file_trace else None,
                     duration_s=scenario.duration_s,
                     interval_s=1.0,
                     log_from_start=scenario.log_from_start,
+                    otlp_port=otlp_port,
                 )
             )
             stop.set()
@@ -3700,6 +3875,33 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
     )
     (out / "analysis-at-recording.md").write_text(analysis_markdown(out / ARCHIVE, scenario))
     return out
+
+
+OTEL_SCHEDULE_DELAY_MS = 200
+"""``opentelemetry,bsp_schedule_delay``: Triton's span processor posts every 200 ms (its
+default, 5 s, would leave the window's last spans unsent)."""
+
+
+def _free_loopback_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the capture's OTLP receiver binds it later)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _otel_args(port: int | None) -> tuple[str, ...]:
+    """Triton's flags for OpenTelemetry trace mode, exporting to 127.0.0.1:``port``."""
+    if port is None:
+        return ()
+    return (
+        "--trace-config=mode=opentelemetry",
+        f"--trace-config=opentelemetry,url=127.0.0.1:{port}/v1/traces",
+        f"--trace-config=opentelemetry,bsp_schedule_delay={OTEL_SCHEDULE_DELAY_MS}",
+        "--trace-config=rate=1",
+        "--trace-config=level=TIMESTAMPS",
+    )
 
 
 def _server_args(scenario: Scenario) -> tuple[str, ...]:
@@ -3780,6 +3982,7 @@ _LOAD_TEXT = {
     "ZOOM [1, 1] (INT32, 12 to 17)",
     "warm": "`warm_gateway` infer, a random PROBE [20] (FP32)",
     "img": "`img_gateway` infer, a random IMAGE [1, 256] (FP32 pixels 0-255)",
+    "xl": "`xl_gateway` infer, a random SRC [8 k] (INT32 token ids, k = 2 or 3 sentences)",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
@@ -3823,7 +4026,7 @@ Recorded by
   python backend; the lab of `observability.lab` serving
   `tests/foreign/repos/{scenario.repo}`{_copy_text(scenario)} (model control
   `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`,{_format_text(scenario)}
-  trace files {"with `log-frequency=20`" if scenario.trace else "off"}, `--exit-timeout-secs 5`,
+  {_trace_text(scenario)}, `--exit-timeout-secs 5`,
   server environment: {env}{_args_text(scenario)}.
 - Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
   {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
@@ -3886,6 +4089,17 @@ def _pins_text(scenario: Scenario) -> str:
     if scenario.repo != "stateful":
         return ""
     return f"- Versions pinned: client 1 `{scenario.pins[0]}`, client 2 `{scenario.pins[1]}`.\n"
+
+
+def _trace_text(scenario: Scenario) -> str:
+    if scenario.trace_mode == "opentelemetry":
+        return (
+            "no trace file: **OpenTelemetry trace mode** (`mode=opentelemetry`, `rate=1`,\n"
+            "  `level=TIMESTAMPS`, `opentelemetry,bsp_schedule_delay="
+            f"{OTEL_SCHEDULE_DELAY_MS}`), OTLP/HTTP\n"
+            "  posted to the capture's receiver on a loopback port (the bundle's `otlp/`)"
+        )
+    return "trace files " + ("with `log-frequency=20`" if scenario.trace else "off")
 
 
 def _format_text(scenario: Scenario) -> str:
