@@ -42,6 +42,19 @@ def _learned(scenario: str) -> dict[str, set[str]]:
         ("ch_gather_error", {"ch_gateway": {"ch_planner"}}),
         # an ensemble whose BLS step gathers a plain model and a decoupled stream
         ("rag_healthy", {"rag_orchestrator": {"rag_embed", "rag_generate"}}),
+        # an async BLS gateway fanning out to a dynamically batched child, then a detokenizer
+        ("xl_healthy", {"xl_gateway": {"xl_translate", "xl_detok"}}),
+        pytest.param(
+            "xl_translate_hang",
+            {"xl_gateway": {"xl_translate", "xl_detok"}},
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="from the 35 gateway requests completed before the hang (5 s) callees "
+                "also learns xl_translate -> xl_gateway: clients' gateway requests admitted "
+                "while xl_translate batches ran, each right after its frontend line "
+                "(origins.py CLIENT), which callees does not read (README Round 21)",
+            ),
+        ),
     ],
 )
 def test_calls_are_learned_and_ensemble_steps_are_not(
