@@ -36,6 +36,7 @@ from functools import cached_property
 
 from observability import events as ev
 from observability.detectors.crashes import SAME_CRASH_NS, crash_of
+from observability.detectors.origins import mostly_clients, origins_of
 from observability.detectors.target_down import gone_ns
 from observability.detectors.window import Window, per_window
 
@@ -125,6 +126,9 @@ class Instances:
     rejected: dict[str, list[Admitted]] = field(default_factory=dict)
     """Model -> requests Triton refused to queue (``PENDING to FAILED_ENQUEUE``: its queue
     was full, ``max_queue_size``), in time order."""
+    client_only: frozenset[str] = frozenset()
+    """Models whose requests come from clients alone (``origins.py``: nine in ten or more
+    of ten or more follow a frontend line): no model's BLS callees."""
 
     def busy(self, model: str) -> list[Execution]:
         return [e for e in self.open.values() if e.model == model]
@@ -184,7 +188,10 @@ def instances_of(window: Window) -> Instances:
         ),
         {ev.RequestStateChange: _kept_state, ev.StubOutput: _crash},
     )
-    return build_instances(records, window.until_ns, gone_ns(window))
+    inst = build_instances(records, window.until_ns, gone_ns(window))
+    if not window.whole_seconds:  # there every line of a second is near a frontend line
+        inst.client_only = frozenset(mostly_clients(origins_of(window), records))
+    return inst
 
 
 def build_instances(

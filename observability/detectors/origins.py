@@ -29,13 +29,25 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 
 from observability import events as ev
+from observability.detectors.window import Window, per_window
 
-__all__ = ["CALL", "CLIENT", "STEP", "mostly_steps", "origins", "shares"]
+__all__ = [
+    "CALL",
+    "CLIENT",
+    "STEP",
+    "mostly_clients",
+    "mostly_steps",
+    "origins",
+    "origins_of",
+    "shares",
+]
 
 CLIENT, STEP, CALL = "client", "step", "call"
 
 _FRONTEND_NS = 10_000_000
 """A client's ``prepared:`` follows its frontend line by well under this (µs on 2.51)."""
+_CLIENTS_ONLY = 0.9
+"""Share of a model's requests read as a client's that makes it a model only clients call."""
 _STEP_NS = 2_000_000
 """An ensemble step's ``prepared:`` lies this close to the previous step's release."""
 
@@ -78,6 +90,20 @@ def shares(
         seen[0] += origin.get(key) == kind
         seen[1] += 1
     return {m: (k, n) for m, (k, n) in tally.items()}
+
+
+def mostly_clients(origin: Mapping[tuple[int, int], str], records: Iterable[object]) -> set[str]:
+    """Models nine in ten or more of whose (ten or more) requests a client sent. One
+    request's origin can be wrong (a frontend line goes to the next ``prepared:`` line,
+    which a BLS call admitted in between can take: the demo's detector calls read as
+    clients' under load); a model's share of them is not."""
+    prepared = [
+        (r.model, (r.header.at_ns, r.header.offset))
+        for r in records
+        if isinstance(r, ev.RequestPrepared)
+    ]
+    sent = shares(origin, prepared, CLIENT)
+    return {m for m, (k, n) in sent.items() if n >= 10 and k >= _CLIENTS_ONLY * n}
 
 
 def mostly_steps(share: Mapping[str, tuple[int, int]]) -> set[str]:
@@ -175,3 +201,17 @@ def _model_of(path: str) -> str:
 def _near(times: list[int], at: int) -> bool:
     i = bisect_left(times, at - _STEP_NS)
     return i < len(times) and times[i] <= at + _STEP_NS
+
+
+@per_window
+def origins_of(window: Window) -> dict[tuple[int, int], str]:
+    """Where each admitted request of the window came from, once per window (detectors with
+    different deadline policies each analyse the waits)."""
+    kinds = (
+        ev.FrontendRequest,
+        ev.StreamRequestRead,
+        ev.RequestPrepared,
+        ev.InstanceExecuting,
+        ev.InstanceReleased,
+    )
+    return origins(window.logs(*kinds), window.whole_seconds)

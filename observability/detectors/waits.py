@@ -37,10 +37,16 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
-from observability.detectors.origins import CALL, CLIENT, STEP, mostly_steps, origins, shares
+from observability.detectors.origins import (
+    CALL,
+    CLIENT,
+    STEP,
+    mostly_steps,
+    origins_of,
+    shares,
+)
 from observability.detectors.window import Window, per_window
 
 __all__ = ["Call", "Waits", "callees", "origins_of", "waits_of"]
@@ -155,20 +161,6 @@ def waits_of(window: Window, policy: DeadlinePolicy) -> Waits:
     result = analyse(instances_of(window), policy, origins_of(window), window.whole_seconds)
     _cache[key] = (weakref.ref(window, lambda _ref: _cache.pop(key, None)), result)
     return result
-
-
-@per_window
-def origins_of(window: Window) -> dict[tuple[int, int], str]:
-    """Where each admitted request of the window came from, once per window (detectors with
-    different deadline policies each analyse the waits)."""
-    kinds = (
-        ev.FrontendRequest,
-        ev.StreamRequestRead,
-        ev.RequestPrepared,
-        ev.InstanceExecuting,
-        ev.InstanceReleased,
-    )
-    return origins(window.logs(*kinds), window.whole_seconds)
 
 
 def _others_running(req: Admitted, inst: Instances) -> bool:
@@ -356,6 +348,10 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     rate: dict[str, int] = {}
     for _, model in admitted:
         rate[model] = rate.get(model, 0) + 1
+    # A model only clients call is nobody's callee, however often its requests arrive
+    # while another runs (xl_translate_hang: the gateway's clients kept arriving during the
+    # translator's batches, and xl_translate was learned to call xl_gateway).
+    clients_only = inst.client_only
     step_end_ns = _STEP_END_NS if inst.instanceless else 0  # ensembles about
     batches: dict[str, int] = {}
     busy_s: dict[str, float] = {}
@@ -378,6 +374,8 @@ def callees(inst: Instances) -> dict[str, set[str]]:
         here: set[str] = set()
         for i in range(lo, hi):
             callee = admitted[i][1]
+            if callee in clients_only:
+                continue
             here.add(callee)
             at.setdefault(callee, set()).add(i)
         for m in here - {e.model}:
