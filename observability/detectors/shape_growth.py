@@ -50,7 +50,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from observability import events as ev
 from observability.detectors.instances import instances_of
@@ -104,7 +104,7 @@ class ShapeGrowthDetector:
             return seen
 
         versions = instances_of(window).versions
-        out = []
+        grown: list[tuple[str, str | None, str, str, list[_Point]]] = []
         for (model, instance, name), points in series.items():
             found = self._growth(points, reqs)
             if found is None:
@@ -114,8 +114,19 @@ class ShapeGrowthDetector:
                     if found is not None:
                         break
             if found is not None:
-                mode, run = found
-                out.append(self._finding(window, reqs, model, instance, name, mode, run))
+                grown.append((model, instance, name, *found))
+        relays = _relays([g[4] for g in grown], [g[0] for g in grown])
+        out = []
+        for i, (model, instance, name, mode, run) in enumerate(grown):
+            if i in relays:
+                continue
+            finding = self._finding(window, reqs, model, instance, name, mode, run)
+            passed = sorted({(grown[j][0], grown[j][2]) for j, k in relays.items() if k == i})
+            if passed:
+                finding = replace(
+                    finding, summary=f"{finding.summary} {_relayed_by(model, passed)}"
+                )
+            out.append(finding)
         return out
 
     def _carried_without_ids(
@@ -254,6 +265,42 @@ class ShapeGrowthDetector:
             evidence=evidence,
             advice=ADVICE,
         )
+
+
+_RELAY_NS = 100_000_000
+"""A caller's copy of a child's output is logged this soon after the child's (1-4 ms in
+xl_detok_leak: the gateway returns what its BLS call answered)."""
+
+
+def _relays(runs: list[list[_Point]], models: list[str]) -> dict[int, int]:
+    """Index of a growing run -> the run of another model it relays: each of its responses
+    has the size of one of the other's logged up to ``_RELAY_NS`` before. A BLS parent that
+    returns its child's output grows with it and keeps no state of its own; the finding
+    belongs to the child (xl_detok_leak: xl_gateway's TGT was xl_detok's TEXT_IDS)."""
+    out: dict[int, int] = {}
+    for i, run in enumerate(runs):
+        for j, source in enumerate(runs):
+            if models[j] == models[i] or j in out:
+                continue
+            stamps = [(p[1].header.at_ns, p[2]) for p in source]
+            if all(
+                any(
+                    size == p[2] and 0 <= p[1].header.at_ns - at <= _RELAY_NS for at, size in stamps
+                )
+                for p in run
+            ):
+                out[i] = j
+                break
+    return out
+
+
+def _relayed_by(model: str, passed: list[tuple[str, str]]) -> str:
+    who = ", ".join(f"{caller} as {output}" for caller, output in passed)
+    return (
+        f"Relayed by: {who} (each of those responses follows one of {model}'s of the same "
+        "size within 100 ms: a caller returning what its BLS call answered grows with it "
+        f"and keeps no state of its own, so the leak is {model}'s)."
+    )
 
 
 def _series(reqs: Requests) -> dict[tuple[str, str | None, str], list[_Point]]:

@@ -232,3 +232,12 @@ def test_two_versions_on_one_instance_name_are_split_into_their_trails() -> None
     }
     assert all("never reset" in f.summary for f in found)
     assert [f for f in analysis("st_healthy").findings if f.kind == "shape_growth"] == []
+
+
+def test_a_caller_relaying_its_childs_growing_output_is_named_in_the_childs_finding() -> None:
+    """xl_detok_leak: xl_detok's TEXT_IDS doubles per response; xl_gateway returns it as TGT
+    1-4 ms later (the same infer_response.cc line, another output name). One finding, the
+    child's, naming the relay; none on the gateway, which keeps no state."""
+    found = [f for f in analysis("xl_detok_leak").findings if f.kind == "shape_growth"]
+    assert [(f.model, f.severity) for f in found] == [("xl_detok", Severity.CRITICAL)]
+    assert "Relayed by: xl_gateway as TGT" in found[0].summary
