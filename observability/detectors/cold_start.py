@@ -26,6 +26,7 @@ from observability import events as ev
 from observability.detectors.backend_failures import per_scrape
 from observability.detectors.instances import Instances, instances_of
 from observability.detectors.loads import clock
+from observability.detectors.traced_calls import traced_callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -135,7 +136,24 @@ class ColdStart:
                 worst[load.model] = finding
         found = [worst[m] for m in sorted(worst)]
         # A BLS parent's first execution that merely waited on its child's: the child's.
-        return [f for f in found if not any(g is not f and _within(g, f) for g in found)]
+        # From /metrics a finding spans the load to the scrape, which says nothing of who
+        # waited on whom: the traces' calls do (xl_translate_cold_start_quiet).
+        calls = traced_callees(window)
+        return [
+            f
+            for f in found
+            if not any(
+                g is not f
+                and (
+                    _from_scrapes(f) and _from_scrapes(g)
+                    and g.model in calls.get(f.model or "", ())
+                    and g.last_seen_ns <= f.last_seen_ns
+                    if _from_scrapes(f) or _from_scrapes(g)
+                    else _within(g, f)
+                )
+                for g in found
+            )
+        ]  # fmt: skip
 
     def _overlapping(self, load: Load, after: list[Execution]) -> int:
         """How many batches began within ``switch_s`` of a logged load: any of them may
@@ -370,6 +388,11 @@ def _unlogged_loads(stats: list[ev.ModelStats], logged: set[str]) -> list[Load]:
         for m, s in last_zero.items()
         if m in ran
     ]
+
+
+def _from_scrapes(finding: Finding) -> bool:
+    """Whether the finding was read from /metrics (no execution lines of its model)."""
+    return any(e.source == "metrics" for e in finding.evidence)
 
 
 def _within(inner: Finding, outer: Finding) -> bool:

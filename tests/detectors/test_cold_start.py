@@ -103,3 +103,13 @@ def test_without_the_verbose_log_slow_start_up_batches_are_no_cold_start(name: s
     """Start-up executions of a few hundred ms (asr_router 0.28 s over 4, 15x its steady)
     are not a set-up paid by a caller."""
     assert ColdStart().detect(_without_verbose_log(name)) == []
+
+
+def test_from_metrics_the_caller_that_waited_gives_way_to_its_traced_child() -> None:
+    """xl_translate_cold_start_quiet (--log-verbose 0, Triton's opentelemetry trace mode):
+    at one scrape xl_translate's first batch (4.06 s per execution) and xl_gateway's waits
+    on it (1.38 s on average) both show; the spans say the gateway calls the translator,
+    so the set-up is the translator's alone. Without the spans both would stay."""
+    found = ColdStart().detect(window("xl_translate_cold_start_quiet"))
+    assert [(f.model, f.evidence[1].source) for f in found] == [("xl_translate", "metrics")]
+    assert "took 4.06 s on average" in found[0].summary
