@@ -251,6 +251,7 @@ class InstanceSaturation:
                 [c for c in cancels if stretch.start_ns <= c.header.at_ns <= stretch.end_ns],
                 waits.get(id(stretch)),
                 id(stretch) in from_log,
+                _slowed_callee(inst, calls.get(model, set()), stretch),
             )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
         ]
@@ -266,6 +267,7 @@ class InstanceSaturation:
         cancels: list[ev.FrontendCancellation],
         waited: tuple[float, int, float] | None = None,
         from_log: bool = False,
+        slowed: tuple[str, float, float] | None = None,
     ) -> Finding:
         n = len(s.instances)
         fed = (
@@ -297,6 +299,14 @@ class InstanceSaturation:
             f"{who} busy for {s.seconds:.1f} s while {queue} (fed by {fed}): the model "
             "cannot keep up with its callers."
         )
+        if slowed is not None:
+            child, early, late = slowed
+            summary += (
+                f" Its batches wait on its BLS calls to '{child}', whose executions slowed "
+                f"across the stretch from a median of {early * 1e3:.0f} ms to "
+                f"{late * 1e3:.0f} ms: the callee getting slower is what holds this model's "
+                "instances."
+            )
         cancel_advice = ""
         if cancels:
             summary += (
@@ -474,6 +484,39 @@ def _limited(records: list[object]) -> dict[str, int]:
     for model in model_of.values():
         names[model] = names.get(model, 0) + 1
     return {m: p for m, p in peak.items() if p < names[m]}
+
+
+_SLOWED = 2.0
+"""How many times slower a callee's executions must end the stretch than they began it."""
+_SLOWED_MIN_S = 0.05
+
+
+def _slowed_callee(
+    inst: Instances, called: set[str], s: Stretch
+) -> tuple[str, float, float] | None:
+    """The callee whose executions slowed most across the stretch, ``(model, early median,
+    late median)``: those ending in its first quarter (or before it) against those ending in
+    its last. A caller saturated because a child keeps getting slower (a latency creep: no
+    error, no queue at the child, its instances never all busy) shows only the caller's
+    queue (img_preprocess_latency_creep: 44 ms to 373 ms)."""
+    quarter = (s.end_ns - s.start_ns) // 4
+    best: tuple[str, float, float] | None = None
+    for child in sorted(called):
+        early, late = [], []
+        for e in inst.executions:
+            if e.model != child or e.end_ns is None or e.end_ns > s.end_ns:
+                continue
+            took = (e.end_ns - e.start_ns) / 1e9
+            if e.end_ns <= s.start_ns + quarter:
+                early.append(took)
+            elif e.end_ns >= s.end_ns - quarter:
+                late.append(took)
+        if len(early) < 3 or len(late) < 3:
+            continue
+        a, b = median(early), median(late)
+        if b >= _SLOWED * a and b >= _SLOWED_MIN_S and (best is None or b / a > best[2] / best[1]):
+            best = (child, a, b)
+    return best
 
 
 def _overlap(a: Stretch, b: Stretch) -> bool:

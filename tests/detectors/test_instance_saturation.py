@@ -116,3 +116,14 @@ def test_a_log_alone_tells_the_queue_from_its_prepared_lines(name: str, model: s
 )
 def test_a_log_alone_of_a_healthy_pipeline_is_not_saturated(name: str) -> None:
     assert [f.summary for f in InstanceSaturation().detect(log_window(name))] == []
+
+
+def test_a_caller_saturated_by_a_callee_that_keeps_slowing_names_it() -> None:
+    """img_preprocess_latency_creep: each img_preprocess execute took 5 ms more than the
+    last; its four instances were never all busy, so the queue built at img_gateway, whose
+    batches wait on those calls. The gateway's finding names the slowing callee."""
+    found = [f for f in analysis("img_preprocess_latency_creep").findings if f.severity.rank]
+    assert [(f.kind, f.model) for f in found] == [("instance_saturation", "img_gateway")]
+    assert "BLS calls to 'img_preprocess', whose executions slowed" in found[0].summary
+    healthy = [f for f in analysis("img_healthy").findings if f.severity.rank]
+    assert healthy == []
