@@ -36,7 +36,7 @@ from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["CallbackErrorDetector", "Traceback", "tracebacks"]
+__all__ = ["CallbackErrorDetector", "Traceback", "held_batch", "tracebacks"]
 
 _STARTS = {
     "Exception in callback": "callback",
@@ -147,9 +147,10 @@ class CallbackErrorDetector:
         if not blocks:
             return []
         owners: dict[int, Execution] = {}
+        named = {i for i, tb in enumerate(blocks) if tb.model}
         for i, tb in enumerate(blocks):
-            if not tb.model and tb.kind == "callback":
-                owner = _waiting_batch(window, tb)
+            if tb.kind == "callback":
+                owner = _waiting_batch(window, tb) if not tb.model else held_batch(window, tb)
                 if owner is not None:
                     owners[i] = owner
                     blocks[i] = Traceback(
@@ -166,7 +167,8 @@ class CallbackErrorDetector:
                 same.append(tb)
                 if len(same) > 1:
                     continue  # told once, with its count (a callback that raises each time)
-            told.append((self._finding(window, tb, v, tied.get(i, []), owners.get(i)), same))
+            finding = self._finding(window, tb, v, tied.get(i, []), owners.get(i), i in named)
+            told.append((finding, same))
         return [_repeated(f, same) for f, same in told]
 
     def _finding(
@@ -176,6 +178,7 @@ class CallbackErrorDetector:
         victim: Lifecycle | None,
         tied: list[str],
         owner: Execution | None = None,
+        named: bool = False,
     ) -> Finding:
         what = "a BLS done-callback" if tb.kind == "callback" else "an asyncio task"
         model = tb.model or "unknown"
@@ -185,9 +188,14 @@ class CallbackErrorDetector:
         evidence = [Evidence("log", tb.at_ns, log_ref(tb.offset), "\n".join(tb.lines))]
         if victim is None and owner is not None:
             held = owner.age_s(window.until_ns)
+            which = (
+                f"; the one batch of it running then that went on waiting is {owner.instance}'s "
+                if named
+                else "; no frame names the model: the one batch waiting on a BLS child "
+                f"answered just before it is {owner.instance}'s "
+            )
             summary += (
-                f"; no frame names the model: the one batch waiting on a BLS child answered "
-                f"just before it is {owner.instance}'s (batch of {owner.count}), "
+                which + f"(batch of {owner.count}), "
                 + (f"still waiting after {held:.1f} s." if owner.open else
                    f"released only {held:.1f} s after it started.")
             )  # fmt: skip
@@ -400,6 +408,20 @@ def _victim_evidence(c: Lifecycle) -> Evidence:
     )
     ref = log_ref(c.released_offset) if c.released_offset is not None else c.request_id
     return Evidence("log", c.released_ns, ref, detail)
+
+
+def held_batch(window: Window, tb: Traceback) -> Execution | None:
+    """The batch of the traceback's own model that its callback broke, when one only of
+    them was running then and went on waiting well past it (xl_callback_error: the gather's
+    done-callback raised and xl_gateway_0_1's batch waited to the end of the window)."""
+    held = [
+        e
+        for e in instances_of(window).executions
+        if e.model == tb.model
+        and e.start_ns <= tb.at_ns
+        and (e.end_ns is None or e.end_ns > tb.at_ns + _CALLBACK_GAP_NS)
+    ]
+    return held[0] if len(held) == 1 else None
 
 
 def _waiting_batch(window: Window, tb: Traceback) -> Execution | None:

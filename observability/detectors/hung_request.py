@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from observability import events as ev
+from observability.detectors.callback_error import held_batch, tracebacks
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution, version_text
 from observability.detectors.last_call import LastCall, last_call
@@ -145,6 +146,7 @@ class HungRequestDetector:
         if last is not None:
             summary += "; " + last.describe()
         if not calls:
+            summary += _callback_raised(window, model, stuck)
             summary += _ensemble_text(window, waits, stuck)
         summary += _victims_text(waits, [model, *(c.request.model for c in calls)], now)
         start = min(e.start_ns for e in stuck)
@@ -421,6 +423,28 @@ def _describe_group(
 def _distinct(calls: list[Call]) -> list[Call]:
     """Each open request once (several stuck batches may name the same possible call)."""
     return list({id(c.request): c for c in calls}.values())
+
+
+def _callback_raised(window: Window, model: str, stuck: list[Execution]) -> str:
+    """A clause on the done-callback of the stuck model that raised while one of its stuck
+    batches, and no other batch of it, ran on and kept waiting (``callback_error``): the
+    result the batch awaits was lost there, which no call line shows (xl_callback_error:
+    the gather's done-callback raised KeyError and the batch waited on a future nobody would
+    resolve). Not when the batch waits on a call still open: that call is the cause."""
+    held = {id(e) for e in stuck}
+    raised = [
+        tb
+        for tb in tracebacks(window)
+        if tb.model == model and tb.kind == "callback" and id(held_batch(window, tb)) in held
+    ]
+    if not raised:
+        return ""
+    tb = raised[0]
+    return (
+        f"; a done-callback of {model} raised {tb.exception or 'an exception'} at "
+        f"{clock(tb.at_ns)}, after the batch began (see callback_error): the result it "
+        "awaits was likely lost there, and nothing will answer it"
+    )
 
 
 def _ensemble_text(window: Window, waits: Waits, stuck: list[Execution]) -> str:

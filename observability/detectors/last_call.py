@@ -39,7 +39,8 @@ class LastCall:
     """Response outputs its execution added; None when another execution started or ended
     within it (the lines cannot be told apart)."""
     usual: float | None
-    """The median of the same over the model's other such executions (None: too few)."""
+    """The median of the same per request over the model's other such executions, times
+    this batch's requests (None: too few)."""
 
     @property
     def short(self) -> bool:
@@ -90,8 +91,11 @@ def last_call(window: Window, inst: Instances, stuck: list[Execution]) -> LastCa
     request, execution = best
     counts = _lone_outputs(window, inst, execution.model, stuck)
     outputs = counts.get(id(execution))
-    others = [n for i, n in counts.items() if i != id(execution)]
-    usual = float(median(others)) if len(others) >= _MIN_USUAL else None
+    # Per request of each batch: a batch of 2 adds two thirds of a batch of 3's outputs
+    # (xl_callback_error: xl_translate's last call, a batch of 2 with 2, is not short).
+    sizes = {id(x): max(1, x.count) for x in inst.executions if id(x) in counts}
+    others = [n / sizes[i] for i, n in counts.items() if i != id(execution)]
+    usual = float(median(others)) * max(1, execution.count) if len(others) >= _MIN_USUAL else None
     return LastCall(request, execution, outputs, usual)
 
 

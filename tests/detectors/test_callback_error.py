@@ -8,6 +8,7 @@ from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.callback_error import CallbackErrorDetector, tracebacks
 from observability.findings import Severity
+from tests.foreign.parsed import analysis
 
 
 def _victim(finding) -> str | None:
@@ -141,3 +142,17 @@ def test_a_traceback_printed_on_every_request_is_one_finding_with_its_count() ->
         assert f.last_seen_ns - f.first_seen_ns > 5e8  # the clock moves a second every 20
         first, last = (e.detail.splitlines() for e in f.evidence)
         assert first[-1] == last[-1]  # the exception; a task line names its address
+
+
+def test_a_callback_that_breaks_its_batch_is_told_with_the_batch_and_in_the_hang() -> None:
+    """xl_callback_error (tests/fixtures/foreign): the gather's done-callback in xl_gateway
+    raised KeyError and the batch awaiting it waited to the window's end. The traceback's
+    frames name xl_gateway; one batch of it was running then and went on waiting: critical,
+    naming that instance; and the hang's finding says where its result was lost, not that
+    its last call (xl_translate, a batch of 2 answering 2 outputs) answered short."""
+    found = {f.kind: f for f in analysis("xl_callback_error").findings}
+    callback, hung = found["callback_error"], found["hung_request"]
+    assert (callback.severity, callback.instance) == (Severity.CRITICAL, "xl_gateway_0_1")
+    assert "xl_gateway_0_1's (batch of 1), still waiting after 25.0 s" in callback.summary
+    assert "a done-callback of xl_gateway raised KeyError: 'customer-acme'" in hung.summary
+    assert "usually add" not in hung.summary
