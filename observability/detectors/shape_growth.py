@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from observability import events as ev
@@ -278,20 +279,28 @@ def _relays(runs: list[list[_Point]], models: list[str]) -> dict[int, int]:
     returns its child's output grows with it and keeps no state of its own; the finding
     belongs to the child (xl_detok_leak: xl_gateway's TGT was xl_detok's TEXT_IDS)."""
     out: dict[int, int] = {}
+    by_size: list[dict[int, list[int]]] = []
+    for run in runs:
+        sizes: dict[int, list[int]] = {}
+        for p in run:
+            sizes.setdefault(p[2], []).append(p[1].header.at_ns)
+        by_size.append({k: sorted(v) for k, v in sizes.items()})
     for i, run in enumerate(runs):
-        for j, source in enumerate(runs):
-            if models[j] == models[i] or j in out:
-                continue
-            stamps = [(p[1].header.at_ns, p[2]) for p in source]
-            if all(
-                any(
-                    size == p[2] and 0 <= p[1].header.at_ns - at <= _RELAY_NS for at, size in stamps
-                )
-                for p in run
+        for j, source in enumerate(by_size):
+            if (
+                models[j] != models[i]
+                and j not in out
+                and all(_logged_before(source.get(p[2], ()), p[1].header.at_ns) for p in run)
             ):
                 out[i] = j
                 break
     return out
+
+
+def _logged_before(stamps: Sequence[int], at_ns: int) -> bool:
+    """Whether one of ``stamps`` (sorted) lies up to ``_RELAY_NS`` before ``at_ns``."""
+    k = bisect_right(stamps, at_ns)
+    return k > 0 and at_ns - stamps[k - 1] <= _RELAY_NS
 
 
 def _relayed_by(model: str, passed: list[tuple[str, str]]) -> str:
