@@ -7,7 +7,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``:
+``repos/xl``, ``repos/gen``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -17,7 +17,10 @@ to one pinned version of a model served in two; the ``vid`` clients speak HTTP t
 ``med`` clients speak HTTP with FP16 scans in batches of 1 to 4 (``tests.foreign.medload``)
 and call one of two served versions of a model directly; every other family's clients speak
 gRPC. The ``xl`` scenarios run Triton in OpenTelemetry trace mode (``Scenario.trace_mode``):
-no trace file, the spans Triton posts over OTLP/HTTP land in the bundle's ``otlp/``. Each
+no trace file, the spans Triton posts over OTLP/HTTP land in the bundle's ``otlp/``. The
+``gen`` clients (``tests.foreign.genload``) stream tokens from a TensorRT-LLM-style decoupled
+ensemble and BLS model, over gRPC streams or, where a scenario says so
+(``Scenario.streams``), HTTP ``generate_stream``. Each
 scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -51,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import medload, seqload
+from tests.foreign import genload, medload, seqload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -101,7 +104,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img`` or ``xl``."""
+    ``med``, ``warm``, ``img``, ``xl`` or ``gen``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -137,6 +140,9 @@ class Scenario:
     """``asr`` only. ``fixed``: the background clients send 1600 frames; ``growing``: each
     re-sends its whole utterance so far (800, 1600, ... 6400 frames, then a new utterance),
     as a progressive-transcription client does."""
+    streams: str = "grpc"
+    """``gen`` only: how the background clients stream, ``grpc`` (``start_stream``) or
+    ``http`` (``POST /v2/models/<model>/generate_stream``, server-sent events)."""
     clients: int = 2
     """How many background clients send at once."""
     server_args: tuple[str, ...] = ()
@@ -3111,6 +3117,176 @@ _XL = (
     ),
 )
 
+
+_GEN_PIPELINE = (
+    "a TensorRT-LLM-style generation repository (gen_ensemble: ensemble, decoupled, "
+    "max_batch_size 8: gen_preprocessing, python, dynamic batching up to 8, 1 instance -> "
+    "gen_llm, python, decoupled, dynamic batching up to 8, 1 instance, one output_ids "
+    "response per token from a worker thread, about 15 ms a token, the last with the final "
+    "flag -> gen_postprocessing, python, dynamic batching up to 8, 1 instance, once per "
+    "token; gen_bls: python BLS, decoupled, 2 instances, calling the same three with exec() "
+    "and exec(decoupled=True) inside execute, as tensorrt_llm_bls does; children without ids "
+    "and without trace=request.trace())"
+)
+_GEN_GRPC = "three id-less gRPC streaming clients alternating gen_ensemble and gen_bls"
+_GEN_HTTP = (
+    "three id-less HTTP generate_stream (server-sent events) clients alternating "
+    "gen_ensemble and gen_bls"
+)
+
+
+def _gen_stall(front_door: str, http: bool = False) -> Injection:
+    params: dict[str, str | int | float] = {
+        "gen_model": front_door,
+        "gen_stall_after": 4,
+        "gen_stall_s": 300,
+    }
+    if http:
+        params["gen_http"] = 1
+    how = "HTTP generate_stream" if http else "gRPC stream"
+    return Injection(
+        5,
+        1,
+        params,
+        60,
+        f"one {how} to {front_door} whose gen_llm worker stops after 4 tokens (no final flag)",
+    )
+
+
+_GEN_STALL_NOTE = (
+    "The client's stream stops after 4 of its 12 tokens and never ends (the client waits "
+    "up to 60 s, past the window): what stopped is gen_llm's generation (its worker waits "
+    "on a KV block nobody frees; its execute had returned, so its single instance serves "
+    "everyone else). A user must hear that a stream stalled, and that gen_llm is where it "
+    "stopped: `stream_stalled` on the front door the client called, mentioning gen_llm "
+    "(`mentions` in expected.json), as sum_lm_hang names sum_lm."
+)
+
+_GEN_KV_NOTE = (
+    "gen_llm raises on the long prompts, but Triton 2.51 tells two stories. Through "
+    "gen_ensemble the client gets 9 or 10 tokens, then `in ensemble 'gen_ensemble', gen_llm: "
+    "KV cache exhausted: ...` and no final flag; Triton counts it in "
+    '`nv_inference_request_failure{model="gen_ensemble",reason="OTHER"}` and logs '
+    "`stream_infer_handler.cc:711 Failed for ID: <id_unknown>`, but nowhere the message, and "
+    "gen_llm's own counters show only successes. Through gen_bls the error response never "
+    "reaches the BLS: `exec(decoupled=True)` yields the tokens sent before it and then the "
+    "empty final response, so gen_bls's clients get a truncated answer as a success. What a "
+    "user must be told: gen_ensemble fails about a third of its streams (`model_failing` on "
+    "gen_ensemble); `absent`: `model_failing` on gen_bls (it did not fail anything a counter "
+    "or log line shows) and `callback_error` (no callback raised)."
+)
+_GEN_QUIET_NOTE = (
+    "'healthy' in expected.json means: no finding is expected, not that nothing is wrong. "
+    "At --log-verbose 0 a gRPC stream writes no line, and the counters count completions: "
+    "the stalled stream shows only as gen_preprocessing's nv_inference_count staying at "
+    "least 1 above gen_ensemble's plus gen_bls's from 5 s on (up to 4 with the streams in "
+    "flight at a scrape), which needs the ensemble's steps and the BLS's calls to read "
+    "(neither is in the bundle)."
+)
+_GEN_HTTP_STALL_NOTE = (
+    "The client's HTTP stream stops after 4 of its 12 tokens: gen_llm's worker waits on a KV "
+    "block nobody frees, and its single instance serves everyone else. The stream's `HTTP "
+    "request: 2 /v2/models/gen_ensemble/generate_stream` line names the front door, but no "
+    "line ends an HTTP stream or counts its responses, and nothing ties gen_llm's responses "
+    "to it; gen_ensemble's completions (/metrics, /v2/models/stats) stay one behind its "
+    "`generate_stream` lines from 5 s on. A user must hear that a gen_ensemble stream "
+    "stalled (`stream_stalled` on gen_ensemble; naming gen_llm is not required here). The "
+    "client read 4 events and then nothing until the server's shutdown closed the "
+    "connection after the window (its outcome reads `ok` at 30.9 s: an SSE stream has no "
+    "final event to miss)."
+)
+
+_GEN = (
+    Scenario(
+        "gen_healthy",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_GRPC}; verbose log: the twin of every gen_* fault",
+        (),
+        clients=3,
+    ),
+    Scenario(
+        "gen_llm_stall",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_GRPC}; 5 s in, one more gRPC stream to gen_ensemble "
+        "with gen_stall_after=4: gen_llm's worker sends 4 tokens, then waits 300 s for a KV "
+        "block nobody frees, never sending the final flag; verbose log",
+        (("stream_stalled", "gen_ensemble"),),
+        clients=3,
+        injections=(_gen_stall("gen_ensemble"),),
+        note=_GEN_STALL_NOTE,
+    ),
+    Scenario(
+        "gen_llm_stall_bls",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_GRPC}; 5 s in, one more gRPC stream to gen_bls with "
+        "gen_stall_after=4 (forwarded to gen_llm): gen_llm's worker sends 4 tokens, then waits "
+        "300 s, never sending the final flag; the gen_bls instance reading that stream is "
+        "held; verbose log",
+        (("stream_stalled", "gen_bls"),),
+        clients=3,
+        injections=(_gen_stall("gen_bls"),),
+        note=_GEN_STALL_NOTE,
+    ),
+    Scenario(
+        "gen_llm_kv_errors",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_GRPC}; GEN_LLM_KV_TOKENS=22: a sequence whose prompt "
+        "plus generated tokens reach 22 (prompts of 11 or 12 words, about one in five) raises "
+        "RuntimeError in gen_llm's worker after 10 or 11 tokens; the worker sends an error "
+        "response, then the final flag; verbose log",
+        (("model_failing", "gen_ensemble"),),
+        clients=3,
+        env={"GEN_LLM_KV_TOKENS": "22"},
+        note=_GEN_KV_NOTE,
+    ),
+    Scenario(
+        "gen_postprocessing_leak",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_GRPC}; GEN_POST_LEAK=1: gen_postprocessing appends "
+        "every piece it decodes to its instance's buffer instead of replacing it and answers "
+        "the whole buffer: OUTPUT grows by one piece on every call (cut back past 4096); "
+        "verbose log",
+        (("shape_growth", "gen_postprocessing"),),
+        clients=3,
+        env={"GEN_POST_LEAK": "1"},
+        note="gen_postprocessing keeps state across requests; the front doors only pass its "
+        "OUTPUT on (`absent`: `shape_growth` on gen_ensemble and gen_bls).",
+    ),
+    Scenario(
+        "gen_healthy_http",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_HTTP}; verbose log: HTTP streams write no gRPC stream lines",
+        (),
+        clients=3,
+        streams="http",
+    ),
+    Scenario(
+        "gen_llm_stall_http",
+        "gen",
+        f"{_GEN_PIPELINE} under {_GEN_HTTP}; 5 s in, one more HTTP generate_stream to "
+        "gen_ensemble with gen_stall_after=4: gen_llm's worker sends 4 tokens, then waits "
+        "300 s, never sending the final flag; verbose log",
+        (("stream_stalled", "gen_ensemble"),),
+        clients=3,
+        streams="http",
+        injections=(_gen_stall("gen_ensemble", http=True),),
+        note=_GEN_HTTP_STALL_NOTE,
+    ),
+    Scenario(
+        "gen_llm_stall_quiet",
+        "gen",
+        f"without --log-verbose and trace files: {_GEN_PIPELINE} under {_GEN_GRPC}; 5 s in, "
+        "one more gRPC stream to gen_ensemble with gen_stall_after=4: gen_llm's worker sends "
+        "4 tokens, then waits 300 s, never sending the final flag",
+        (),
+        clients=3,
+        log_verbose=0,
+        trace=False,
+        injections=(_gen_stall("gen_ensemble"),),
+        note=_GEN_QUIET_NOTE,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -3248,6 +3424,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_WARM,
         *_IMG,
         *_XL,
+        *_GEN,
     )
 }
 
@@ -3380,6 +3557,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         n = int(rng.integers(4, 21))
         text = " ".join(f"t{int(x)}" for x in rng.integers(0, 5000, size=n))
         return {"TEXT": np.array([[text.encode()]], dtype=np.object_)}
+    if repo == "gen":  # a prompt of 3 to 12 words and max_tokens 12, batched [1, 1]
+        return genload.gen_inputs(rng)
     if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
         return {"DOC_IDS": rng.integers(1, 30000, size=int(rng.integers(50, 161))).astype(np.int32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
@@ -3447,6 +3626,8 @@ def _send(
         return client.infer("xl_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "emb":
         return client.infer("emb_ensemble", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "gen":  # decoupled: a gRPC stream or an HTTP generate_stream, to its end
+        return client.send(inputs, params)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
         return client.stream("sum_router", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
@@ -3535,6 +3716,7 @@ _PAUSE_S = {
     "warm": 0.2,
     "img": 0.3,
     "xl": 0.4,
+    "gen": 0.6,
 }
 
 
@@ -3558,6 +3740,8 @@ _PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP"}
 def _client_url(lab: object, repo: str) -> str:
     """Where a family's clients send: HTTP for ``stateful``, ``vid`` and ``med``, gRPC for the
     others."""
+    if repo == "gen":  # both: gRPC streams and HTTP generate_stream (genload.GenClient)
+        return f"{lab.grpc_url} {lab.http_url}"  # type: ignore[attr-defined]
     http = _PROTOCOL.get(repo) == "HTTP"
     return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
 
@@ -3567,6 +3751,8 @@ def _load_client(repo: str, url: str, timeout_s: float, send_ids: bool) -> Any:
     ``med``, ``observability.load.TritonClient`` for the others."""
     if repo == "med":
         return medload.MedClient(url, timeout_s=timeout_s, send_ids=send_ids)
+    if repo == "gen":
+        return genload.GenClient(url, timeout_s=timeout_s)
     from observability.load import TritonClient
 
     return TritonClient(url, timeout_s=timeout_s, send_ids=send_ids)
@@ -3584,7 +3770,22 @@ def _worker(
     ids: str = "none",
     audio: str = "fixed",
     pin: str = "",
+    streams: str = "grpc",
 ) -> None:
+    if repo == "gen":
+        genload.gen_worker(
+            url,
+            seed,
+            stop,
+            until,
+            out.add,
+            t0,
+            _PAUSE_S[repo],
+            MAX_REQUESTS_PER_WORKER,
+            delay_s,
+            http=streams == "http",
+        )
+        return
     if repo == "stateful":
         seqload.sequence_worker(
             url,
@@ -3824,6 +4025,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "ids": scenario.ids,
                         "audio": scenario.audio,
                         "pin": scenario.pins[(seed - 1) % 2],
+                        "streams": scenario.streams,
                     },
                     daemon=True,
                 )
@@ -3983,6 +4185,10 @@ _LOAD_TEXT = {
     "warm": "`warm_gateway` infer, a random PROBE [20] (FP32)",
     "img": "`img_gateway` infer, a random IMAGE [1, 256] (FP32 pixels 0-255)",
     "xl": "`xl_gateway` infer, a random SRC [8 k] (INT32 token ids, k = 2 or 3 sentences)",
+    "gen": "a token stream from `gen_ensemble` or `gen_bls` in turn (`tests.foreign.genload`: "
+    "a gRPC stream with `enable_empty_final_response` read to the final flag, or, where the "
+    "scenario says so, HTTP `generate_stream` read to its end), text_input [1, 1] (a prompt "
+    "of 3 to 12 words), max_tokens [1, 1] = 12",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
@@ -4052,6 +4258,9 @@ _COUNT = {1: "one", 2: "two", 8: "eight"}
 
 def _count_text(scenario: Scenario) -> str:
     count = _COUNT.get(scenario.clients, str(scenario.clients))
+    if scenario.repo == "gen":
+        how = "HTTP `generate_stream`" if scenario.streams == "http" else "gRPC streaming"
+        return f"{count} {how}"
     return f"{count} {_PROTOCOL.get(scenario.repo, 'gRPC')}"
 
 
@@ -4062,6 +4271,11 @@ _GROWING_TEXT = (
 
 
 def _ids_text(scenario: Scenario) -> str:
+    if scenario.repo == "gen":
+        return (
+            "(`tests.foreign.genload.GenClient`: no request ids; BLS children are built\n"
+            "  without ids too)"
+        )
     if scenario.repo == "med":
         return (
             "(`tests.foreign.medload.MedClient`, tritonclient.http: no request ids; BLS\n"
