@@ -34,6 +34,7 @@ from observability.detectors.backend_failures import (
 )
 from observability.detectors.empty_answers import EmptyRun, answering_empty
 from observability.detectors.instances import instances_of
+from observability.detectors.loads import clock
 from observability.detectors.output_contract import breaches
 from observability.detectors.requests import log_ref
 from observability.detectors.stub_unhealthy import dead_stubs
@@ -122,6 +123,17 @@ def _with_relays(finding: Finding, relays: list[str]) -> Finding:
     return replace(finding, summary=finding.summary + said)
 
 
+def _failure_rises(window: Window) -> dict[str, float]:
+    """Model -> how much its failure counter (every reason) rose over the window."""
+    points: dict[str, dict[int, float]] = {}
+    for _target, at, s in window.samples(FAILURES):
+        per = points.setdefault(s.label("model"), {})
+        per[at] = per.get(at, 0.0) + s.value
+    return {
+        m: max(0.0, per[max(per)] - per[min(per)]) for m, per in points.items() if len(per) >= 2
+    }
+
+
 def _failure_share(window: Window, model: str) -> tuple[float, float, float] | None:
     """``(failed, succeeded, failed share)`` of the model's requests over the window, from
     the first and last scrape of /metrics (cache hits left out)."""
@@ -182,6 +194,7 @@ class ModelFailing:
         ]
         failing_models = {f.model for f in failures}
         found += self._raising_some(window, failing_models | set(runs))
+        found += self._failing_other(window, {f.model for f in found} | failing_models)
         empty = self._answering_errors(window, failing_models)
         # A caller raising because its callee's answers came back empty (a missing output:
         # AttributeError on None) is that callee's relay, not a second bug (vid_detect_wrong
@@ -224,6 +237,66 @@ class ModelFailing:
             if share < self.min_share:
                 continue
             out.append(self._partial_finding(model, lines, batches, counted))
+        return out
+
+    def _failing_other(self, window: Window, told: set[str]) -> list[Finding]:
+        """Models whose failure counter rose with ``reason="OTHER"`` on ``min_share`` or more
+        of their requests: failures no backend raised, which no error line of the model
+        tells. A decoupled ensemble whose step sent an error response mid-stream counts it
+        there alone (gen_llm_kv_errors: 18 of 56 streams; the step's own counters, released
+        when its execute returned, show successes), and its clients get a cut stream."""
+        models = sorted({s.label("model") for _t, _at, s in window.samples(FAILURES)} - told - {""})
+        rises = _failure_rises(window)
+        out = []
+        for model in models:
+            fails = per_scrape(window, FAILURES, model, ("OTHER",))
+            oks = per_scrape(window, SUCCESSES, model)
+            if len(fails) < 2:
+                continue
+            first, last = min(fails), max(fails)
+            failed = fails[last] - fails[first]
+            served = max(0.0, oks.get(last, 0.0) - oks.get(first, 0.0))
+            if failed < self.min_failures or failed < self.min_share * (failed + served):
+                continue
+            # An ensemble counts its steps' failures again, as OTHER: a step that raised,
+            # refused or timed out has counted its own (rag_orchestrator_raises, emb_*).
+            if sum(n for m, n in rises.items() if m != model) >= 0.5 * failed:
+                continue
+            since = next(at for at in sorted(fails) if fails[at] > fails[first])
+            share = failed / max(failed + served, 1.0)
+            out.append(
+                Finding(
+                    kind=self.kind,
+                    severity=Severity.CRITICAL if served == 0 else Severity.WARNING,
+                    model=model,
+                    first_seen_ns=since,
+                    last_seen_ns=last,
+                    summary=(
+                        f"{model} failed {failed:g} of its {failed + served:g} requests in the "
+                        f"window ({share:.0%}) with reason OTHER on /metrics: not raised by a "
+                        "backend (no error line of the model says why). An ensemble counts so "
+                        "a step's error response, a decoupled one mid-stream: its clients got "
+                        "the error, or a stream cut short, while the step's own counters show "
+                        "successes."
+                    ),
+                    evidence=(
+                        Evidence(
+                            "metrics",
+                            last,
+                            f'{FAILURES}{{model="{model}",reason="OTHER"}}',
+                            f"rose {failed:g} from {clock(first)} to {clock(last)}; "
+                            f"{SUCCESSES} rose {served:g}",
+                        ),
+                    ),
+                    advice=(
+                        "Read the error a client of the model receives (a stream's last "
+                        "response carries it): it names the step and its message. In a "
+                        "decoupled step, log the error where it is sent (pb_utils.Logger) and "
+                        "count it in the model (a pb_utils.MetricFamily counter), since Triton "
+                        "counts the step's request a success when its execute returns."
+                    ),
+                )
+            )
         return out
 
     def _partial_finding(

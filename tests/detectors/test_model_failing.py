@@ -112,3 +112,22 @@ def test_a_model_raising_on_a_few_percent_of_its_batches_is_a_warning() -> None:
     ]
     assert "raised on 28 of its 759 batches" in found[0].summary
     assert "RuntimeError" in found[0].summary
+
+
+def test_an_ensemble_failing_part_of_its_streams_with_reason_other_is_a_warning() -> None:
+    """gen_llm_kv_errors: gen_llm sends an error response mid-stream on 18 of 56 ensemble
+    streams; only the decoupled ensemble counts them (reason OTHER), and gen_llm's own
+    counters show successes. Ensembles that count a failing step's failures again stay
+    silent: the step's finding is the cause (rag_orchestrator_raises, emb_pool_stub_oom)."""
+    found = [f for f in _analysis("gen_llm_kv_errors").findings if f.severity.rank]
+    assert [(f.kind, f.model, f.severity) for f in found] == [
+        ("model_failing", "gen_ensemble", Severity.WARNING)
+    ]
+    assert "failed 18 of its 56 requests" in found[0].summary
+    for name, ensemble in (
+        ("rag_orchestrator_raises", "rag_pipeline"),
+        ("emb_pool_stub_oom", "emb_ensemble"),
+    ):
+        assert ensemble not in {
+            f.model for f in _analysis(name).findings if f.kind == "model_failing"
+        }
