@@ -116,7 +116,7 @@ class ShapeGrowthDetector:
                         break
             if found is not None:
                 grown.append((model, instance, name, *found))
-        relays = _relays([g[4] for g in grown], [g[0] for g in grown])
+        relays = _relays([g[4] for g in grown], [(g[0], g[2]) for g in grown])
         out = []
         for i, (model, instance, name, mode, run) in enumerate(grown):
             if i in relays:
@@ -273,11 +273,13 @@ _RELAY_NS = 100_000_000
 xl_detok_leak: the gateway returns what its BLS call answered)."""
 
 
-def _relays(runs: list[list[_Point]], models: list[str]) -> dict[int, int]:
+def _relays(runs: list[list[_Point]], outputs: list[tuple[str, str]]) -> dict[int, int]:
     """Index of a growing run -> the run of another model it relays: each of its responses
     has the size of one of the other's logged up to ``_RELAY_NS`` before. A BLS parent that
     returns its child's output grows with it and keeps no state of its own; the finding
-    belongs to the child (xl_detok_leak: xl_gateway's TGT was xl_detok's TEXT_IDS)."""
+    belongs to the child (xl_detok_leak: xl_gateway's TGT was xl_detok's TEXT_IDS). Of the
+    same model too, under another output name: an ensemble's output copying its step's,
+    which the join gives the step (gen_postprocessing_leak: text_output of OUTPUT)."""
     out: dict[int, int] = {}
     by_size: list[dict[int, list[int]]] = []
     for run in runs:
@@ -288,7 +290,7 @@ def _relays(runs: list[list[_Point]], models: list[str]) -> dict[int, int]:
     for i, run in enumerate(runs):
         for j, source in enumerate(by_size):
             if (
-                models[j] != models[i]
+                outputs[j] != outputs[i]
                 and j not in out
                 and all(_logged_before(source.get(p[2], ()), p[1].header.at_ns) for p in run)
             ):
@@ -304,12 +306,23 @@ def _logged_before(stamps: Sequence[int], at_ns: int) -> bool:
 
 
 def _relayed_by(model: str, passed: list[tuple[str, str]]) -> str:
-    who = ", ".join(f"{caller} as {output}" for caller, output in passed)
-    return (
-        f"Relayed by: {who} (each of those responses follows one of {model}'s of the same "
-        "size within 100 ms: a caller returning what its BLS call answered grows with it "
-        f"and keeps no state of its own, so the leak is {model}'s)."
-    )
+    others = [(m, o) for m, o in passed if m != model]
+    copies = [o for m, o in passed if m == model]
+    text = []
+    if others:
+        who = ", ".join(f"{caller} as {output}" for caller, output in others)
+        text.append(
+            f"Relayed by: {who} (each of those responses follows one of {model}'s of the "
+            "same size within 100 ms: a caller returning what its BLS call answered grows "
+            f"with it and keeps no state of its own, so the leak is {model}'s)."
+        )
+    if copies:
+        text.append(
+            f"The same sizes come back as {', '.join(copies)} within 100 ms of each of its "
+            "responses: a copy of this output (an ensemble's output mapped from it), not a "
+            "second leak."
+        )
+    return " ".join(text)
 
 
 def _series(reqs: Requests) -> dict[tuple[str, str | None, str], list[_Point]]:

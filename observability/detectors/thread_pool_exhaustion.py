@@ -41,6 +41,7 @@ from statistics import median
 
 from observability import events as ev
 from observability.detectors.instances import Admitted, Execution, instances_of
+from observability.detectors.origins import STEP, origins_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -260,9 +261,12 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
     admitted += [r for queue in inst.queued.values() for r in queue]
     kids: dict[int, list[Admitted]] = defaultdict(list)
     span = _Spans(parents)
+    origin = origins_of(window)
     for r in admitted:
         if r.request_id or r.model not in callers:
             continue
+        if inst.instanceless and origin.get((r.prepared_ns, r.offset)) == STEP:
+            continue  # an ensemble's step, sent by its scheduler (gen_postprocessing_leak)
         open_ = span.open_at(r.prepared_ns, callers[r.model])
         if len(open_) == 1:  # with several open, nothing says whose call it is
             kids[id(open_[0])].append(r)

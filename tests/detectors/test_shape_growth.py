@@ -241,3 +241,13 @@ def test_a_caller_relaying_its_childs_growing_output_is_named_in_the_childs_find
     found = [f for f in analysis("xl_detok_leak").findings if f.kind == "shape_growth"]
     assert [(f.model, f.severity) for f in found] == [("xl_detok", Severity.CRITICAL)]
     assert "Relayed by: xl_gateway as TGT" in found[0].summary
+
+
+def test_an_ensemble_output_copying_a_steps_growth_is_one_finding() -> None:
+    """gen_postprocessing_leak: gen_postprocessing's OUTPUT grows at each call and the
+    decoupled ensemble returns it as text_output, which the join gives the step. One finding
+    on the step, which names the copy; no thread_pool_exhaustion on gen_bls from the
+    ensemble's step requests read as its calls."""
+    found = [f for f in analysis("gen_postprocessing_leak").findings if f.severity.rank]
+    assert [(f.kind, f.model) for f in found] == [("shape_growth", "gen_postprocessing")]
+    assert "The same sizes come back as text_output" in found[0].summary
