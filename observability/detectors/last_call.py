@@ -85,7 +85,12 @@ def last_call(window: Window, inst: Instances, stuck: list[Execution]) -> LastCa
     )  # fmt: skip
     owner = _Owners([e for e in inst.executions if e.model == model])
     stuck_ids = {id(s) for s in stuck}
-    best = next((rx for rx in done if id(owner.at(rx[0].prepared_ns)) in stuck_ids), None)
+    mine = [rx for rx in done if id(owner.at(rx[0].prepared_ns)) in stuck_ids]
+    # A call to a decoupled model is released when its execute returns, its responses
+    # still to come; a plain call released was answered. The batch waits on the former
+    # (gen_llm_stall_bls: gen_bls's call to gen_llm, then four answered postprocessing calls).
+    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled}
+    best = next((rx for rx in mine if rx[1].model in decoupled), mine[0] if mine else None)
     if best is None:
         return None
     request, execution = best

@@ -340,6 +340,9 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
     one token of three, 1.1 ms after the router's last response). The lines name no caller:
     with several streams open, the calls of another may fall in the same interval, so every
     call there is listed. A whole-second log lists the calls of that second."""
+    held = _held_by(window, stream)
+    if held:
+        return held
     horizon_s = min(max(p99(gaps_s) if gaps_s else 0.0, _CALL_HORIZON_S[0]), _CALL_HORIZON_S[1])
     since = stream.last_ns
     until = since + int(horizon_s * 1e9)
@@ -378,6 +381,47 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
         f"{after_ms:.1f} ms after, {_fate(window, first)} (calls within its usual gap of "
         f"{horizon_s * 1e3:.0f} ms: {shown} after; with other streams open, one may be "
         "theirs)"
+    )
+
+
+_SAME_REQUEST_NS = 1_000_000_000
+"""A stream's request starts executing within this of its ``READ`` line."""
+
+
+def _held_by(window: Window, stream: LogStream) -> str:
+    """When the stalled stream is sent from inside its model's ``execute`` (a BLS model that
+    reads a decoupled child and forwards each response, as TensorRT-LLM's BLS does), its
+    batch is still executing, and the stream's source is the decoupled call that batch made
+    before its last response (gen_llm_stall_bls: gen_bls's call to gen_llm, released as
+    soon as gen_llm's execute returned). A clause naming both, or ``""``."""
+    inst = instances_of(window)
+    batches = [
+        e
+        for e in inst.open.values()
+        if e.model == stream.model
+        and stream.opened_ns <= e.start_ns <= stream.opened_ns + _SAME_REQUEST_NS
+    ]
+    if len(batches) != 1:
+        return ""
+    batch = batches[0]
+    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled}
+    made = [
+        r
+        for x in inst.executions
+        if x.model in decoupled and x.model != stream.model
+        for r in x.requests
+        if batch.start_ns <= r.prepared_ns <= stream.last_ns
+    ]
+    if not made:
+        return ""
+    call = max(made, key=lambda r: r.prepared_ns)
+    return (
+        f"; its batch on {batch.instance} has been executing since it was read "
+        f"({(window.until_ns - batch.start_ns) / 1e9:.1f} s: the stream is sent from inside "
+        f"its execute), and the last decoupled call it made before its last response went to "
+        f"{call.model}: released when {call.model}'s execute returned, that call's responses "
+        f"feed the stream, so {call.model} stopped sending them (no final flag), or the "
+        "stream's own code stopped reading"
     )
 
 

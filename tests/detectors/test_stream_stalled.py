@@ -312,3 +312,15 @@ def test_a_stall_in_the_streams_own_code_says_its_last_call_was_answered() -> No
 def test_a_whole_second_log_lists_the_calls_of_that_second() -> None:
     summary = _stalled("sum_lm_hang_iso")
     assert "in the second of its last activity" in summary and "sum_lm (" in summary
+
+
+def test_a_stream_sent_from_inside_execute_names_the_decoupled_call_feeding_it() -> None:
+    """gen_llm_stall_bls: gen_bls forwards a decoupled gen_llm call's responses from inside
+    its execute; gen_llm stopped after 4 tokens. gen_bls's batch is still executing, and the
+    decoupled call it made is the stream's source (four answered postprocessing calls came
+    after it)."""
+    summary = _stalled("gen_llm_stall_bls")
+    assert "its batch on gen_bls_0_1 has been executing since it was read" in summary
+    assert "the last decoupled call it made before its last response went to gen_llm" in summary
+    hung = [f for f in analysis("gen_llm_stall_bls").findings if f.kind == "hung_request"]
+    assert [f.model for f in hung] == ["gen_bls"] and "to gen_llm" in hung[0].summary
