@@ -59,6 +59,12 @@ def main() -> None:
     parser.add_argument("--fault", default="")
     parser.add_argument("--arm-file", type=Path, default=None)
     parser.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        help="PyTriton's workspace (must not exist); default: ~/.cache/pytriton/workspace_*",
+    )
+    parser.add_argument(
         "--default-security",
         action="store_true",
         help="keep PyTriton's default restricted endpoints (statistics needs a token)",
@@ -134,7 +140,7 @@ def main() -> None:
     security = (
         None if args.default_security else TritonSecurityConfig(restricted_endpoints=OPEN_STATS)
     )
-    triton = Triton(config=config, security_config=security)
+    triton = Triton(config=config, workspace=args.workspace, security_config=security)
     triton.bind(
         model_name="pt_embed",
         infer_func=embed,

@@ -12,6 +12,9 @@ for the whole window, arms the scenario's fault through a file the app polls, re
 the product's own ``capture`` (the log file given to ``TritonConfig(log_file=...)``, /metrics,
 /v2/models/stats; no trace file: PyTriton turns ``TritonConfig(trace_config=...)`` into an
 OpenTelemetry tracer of its own) and stops the app and every process under it by pid.
+PyTriton's workspace (its copy of tritonserver, the generated models, the ZeroMQ sockets)
+lives in the scenario's temporary folder: a stop that times out on a hung ``infer_func``
+leaves nothing in ~/.cache/pytriton.
 Each scenario leaves in ``OUT_DIR/<scenario>/`` the layout of ``tests.foreign.record``:
 ``bundle.tar.gz``, ``expected.json``, ``PROVENANCE.md``, ``analysis-at-recording.md``.
 OUT_DIR/<scenario> must not exist. This is a tool, not a test.
@@ -281,6 +284,7 @@ def record_scenario(scenario: PtScenario, out: Path) -> Path:
             sys.executable, "-m", "tests.foreign.pytriton_app",
             "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics),
             "--log-file", str(log), "--log-verbose", str(scenario.log_verbose),
+            "--workspace", str(tmp / "workspace"),
         ]  # fmt: skip
         if scenario.fault:
             argv += ["--fault", scenario.fault, "--arm-file", str(arm)]
