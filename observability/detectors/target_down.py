@@ -22,6 +22,7 @@ its own; one after which the log goes on was followed by a restart (``info``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -48,6 +49,11 @@ class Outage:
     """The first successful scrape after the run; None while still down."""
 
 
+_REFUSED = re.compile(r"\bHTTP Error (401|403|404)\b")
+"""A scrape Triton answered with a refusal: PyTriton's default security guards
+/v2/models/stats with a token, and the capture got 403 on each (pt_healthy_guarded)."""
+
+
 def outages(scrapes: Iterable[ev.ScrapeStatus]) -> list[Outage]:
     """Runs of consecutive failures per target, in time order (linear in the scrapes)."""
     runs: dict[str, list[ev.ScrapeStatus]] = {}
@@ -64,6 +70,8 @@ def outages(scrapes: Iterable[ev.ScrapeStatus]) -> list[Outage]:
         )
 
     for scrape in sorted(scrapes, key=lambda s: s.at_ns):
+        if not scrape.up and _REFUSED.search(scrape.error):
+            continue  # the server answered: it refuses us (a token it wants), it is not down
         if not scrape.up:
             runs.setdefault(scrape.target, []).append(scrape)
         elif scrape.target in runs:

@@ -87,3 +87,22 @@ def test_running_triton_is_not_down(outage: Outage) -> None:
     window = _window(outage, outage.stopped_ns)
     assert any(s.up for s in window.scrapes)
     assert TargetDown().detect(window) == []
+
+
+def test_a_scrape_the_server_refuses_is_not_an_outage() -> None:
+    """pt_healthy_guarded (tests/fixtures/foreign): PyTriton's default security answers every
+    /v2/models/stats scrape with 403 while /metrics and the log show it serving. Triton
+    answered: not down. The coverage notes say the stats were refused."""
+    from observability import events as ev
+    from tests.foreign.parsed import analysis
+
+    result = analysis("pt_healthy_guarded")
+    assert [f for f in result.findings if f.severity.rank] == []
+    assert result.coverage is not None
+    assert any("refused every scrape (HTTP Error 403" in n for n in result.coverage.lines())
+    refused = [
+        ev.ScrapeStatus(i * 1_000_000_000, "stats http://x/v2/models/stats", False, 0.01, e)
+        for i, e in enumerate(["HTTP Error 403: Forbidden"] * 5 + ["timed out"] * 5)
+    ]
+    (down,) = TargetDown().detect(Window(0, 10_000_000_000, events=refused))
+    assert "5 consecutive scrapes" in down.summary and "timed out" in down.summary
