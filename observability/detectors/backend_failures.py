@@ -208,7 +208,35 @@ def _raised(line: ev.ErrorLine) -> Raised | None:
     )
     inner = _RAISED.search(body)
     child = model_of_instance(inner.group("instance")) if inner else ""
+    wrapped = _wrapped(rest.rsplit("At:", 1)[0]) if _TRACEBACK in first else None
+    if wrapped is not None:
+        exception, message, innermost = wrapped
+        frames = (*innermost, *frames)
     return Raised(line, m.group("instance"), exception, message.strip(), frames, child)
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_PY_FRAME = re.compile(
+    r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)', re.MULTILINE
+)
+_PY_EXCEPTION = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): (?P<message>.*)$", re.MULTILINE)
+
+
+def _wrapped(text: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """The exception a wrapper's message embeds as a Python traceback, ``(type, message,
+    frames innermost first)``: a serving layer that re-raises the user's error inside its
+    own (PyTriton's proxy: ``TritonModelException: Model execute error: Traceback ...``,
+    whose ``At:`` frame is the same generated file for every model, pt_tag_raises). The
+    last exception line is the innermost; its module prefix is dropped."""
+    found = list(_PY_EXCEPTION.finditer(text))
+    if not found:
+        return None
+    last = found[-1]
+    frames = [
+        f"{f.group('file')}({f.group('line')}): {f.group('function')}"
+        for f in _PY_FRAME.finditer(text[: last.start()])
+    ]
+    return last.group("type").rsplit(".", 1)[-1], last.group("message"), tuple(reversed(frames))
 
 
 def short(text: str, limit: int) -> str:

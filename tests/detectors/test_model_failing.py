@@ -131,3 +131,15 @@ def test_an_ensemble_failing_part_of_its_streams_with_reason_other_is_a_warning(
         assert ensemble not in {
             f.model for f in _analysis(name).findings if f.kind == "model_failing"
         }
+
+
+def test_an_exception_a_serving_layer_wraps_is_told_by_the_users_own() -> None:
+    """pt_tag_raises: PyTriton's proxy re-raises the infer_func's KeyError as
+    'TritonModelException: Model execute error: Traceback ...', and its 'At:' frame is the
+    same generated model.py for every PyTriton model. The finding names the user's exception
+    and the line of the user's code that raised it."""
+    (found,) = [f for f in _analysis("pt_tag_raises").findings if f.kind == "model_failing"]
+    assert found.model == "pt_tag"
+    assert "its execute raises KeyError: 'pt_tag: token" in found.summary
+    assert "pytriton_app.py(102): tag" in found.summary
+    assert "TritonModelException" not in found.summary
