@@ -93,7 +93,14 @@ class HungRequestDetector:
             if outer is None or not outer.open or outer.executing_ns is None:
                 # An id reused by another request (clients do reuse ids): report this one.
                 outer = cycle
-            steps = [c for c in reqs.by_id[rid] if c.open and c is not outer]
+            # An ensemble's steps carry its id, on other models; another open request of the
+            # same model under this id is a client reusing ids (PyTriton's ModelClient numbers
+            # its requests per client: pt_embed_hang), not a step.
+            steps = [
+                c
+                for c in reqs.by_id[rid]
+                if c.open and c is not outer and not (c.model == outer.model and outer.model)
+            ]
             waits_on = _leaves(reqs, children, rid) + steps
             execution = by_id.get(rid)
             calls = waits.leaves(execution) if execution is not None and not waits_on else []

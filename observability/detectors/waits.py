@@ -329,6 +329,11 @@ def _waits_only_on_stuck(
     return True
 
 
+_CLIENT_CALLEE_SHARE = 0.9
+"""Share of a client-called model's requests that must arrive inside another model's batches
+for it to be that model's callee (a client-side chain)."""
+
+
 @per_window
 def callees(inst: Instances) -> dict[str, set[str]]:
     """Model -> the models it calls through BLS, learned from its completed batches (only for
@@ -348,9 +353,12 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     rate: dict[str, int] = {}
     for _, model in admitted:
         rate[model] = rate.get(model, 0) + 1
-    # A model only clients call is nobody's callee, however often its requests arrive
+    # A model only clients call is nobody's BLS callee, however often its requests arrive
     # while another runs (xl_translate_hang: the gateway's clients kept arriving during the
-    # translator's batches, and xl_translate was learned to call xl_gateway).
+    # translator's batches, and xl_translate was learned to call xl_gateway). It is the
+    # callee of a model that calls it as a client (PyTriton's ModelClient chain, pt_rank
+    # to pt_embed) when nearly all its requests arrive inside that model's batches: all 184
+    # of pt_embed's in pt_healthy, against 9% of xl_gateway's inside xl_translate's.
     clients_only = inst.client_only
     step_end_ns = _STEP_END_NS if inst.instanceless else 0  # ensembles about
     batches: dict[str, int] = {}
@@ -374,8 +382,6 @@ def callees(inst: Instances) -> dict[str, set[str]]:
         here: set[str] = set()
         for i in range(lo, hi):
             callee = admitted[i][1]
-            if callee in clients_only:
-                continue
             here.add(callee)
             at.setdefault(callee, set()).add(i)
         for m in here - {e.model}:
@@ -390,6 +396,10 @@ def callees(inst: Instances) -> dict[str, set[str]]:
             for callee, k in hits.get(model, {}).items()
             if k / n >= _CALLEE_SHARE
             and k / n >= min(1.0, _CALLEE_OVER_CHANCE * chance_per_s * rate[callee])
+            and (
+                callee not in clients_only
+                or len(seen[model].get(callee, ())) >= _CLIENT_CALLEE_SHARE * rate[callee]
+            )
         }
     for model, learned in out.items():
         for callee in sorted(learned):

@@ -64,3 +64,17 @@ def test_every_detector_of_this_family_is_silent_on_the_healthy_twin(healthy: Wi
 def test_a_request_released_before_the_end_is_not_hung(faulty: Window) -> None:
     early = replace(faulty, until_ns=faulty.since_ns + 5_000_000_000)
     assert HungRequestDetector().detect(early) == []
+
+
+def test_ids_a_client_reuses_and_a_client_side_chain() -> None:
+    """pt_embed_hang (PyTriton): each pt_rank instance calls pt_embed through its own
+    ModelClient, whose request ids count from 0 per client, so both '16's reach pt_embed: the
+    one executing is not waiting on the other (no self-call), and pt_rank, whose every batch
+    held a pt_embed request (a chain through the gRPC front end, not BLS), waits on it."""
+    from tests.foreign.parsed import analysis
+
+    found = {f.model: f for f in analysis("pt_embed_hang").findings if f.kind == "hung_request"}
+    assert "its own execute is stuck" in found["pt_embed"].summary
+    assert "waits on BLS call '16'" not in found["pt_embed"].summary
+    assert "it waits on 2 BLS calls to pt_embed" in found["pt_rank"].summary
+    assert not [f for f in analysis("pt_embed_hang").findings if f.kind == "bls_deadlock"]

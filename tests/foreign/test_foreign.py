@@ -58,42 +58,6 @@ GAPS: dict[str, str] = {
     "vid_gateway as its relay, and says the empty answers may be an undeclared output, but "
     "cannot tell one from an error response: both leave the same log",
     # Round 24 (PyTriton): see tests/fixtures/foreign/README.md, "Round 24".
-    "pt_embed_hang": "PyTriton's ModelClient numbers its requests '0', '1', ... per client, "
-    "and each pt_rank instance owns one, so every id reaches pt_embed twice (ids 0-16 twice "
-    "each in this log; 0-91 twice each in pt_healthy). The hung batch is request '16' of "
-    "pt_rank_0_1's client (pt_embed_0_0 executing 12:56:15.041851, never released, 24.8 s) "
-    "and the other '16', of pt_rank_0_0's client (prepared .047879), queues behind it: "
-    "hung_request reads the queued '16' as a BLS call of the executing one ('it waits on BLS "
-    "call '16' to pt_embed, queued for 24.8 s and never started'), a self-call that does not "
-    "exist (pt_embed calls nothing; its infer_func blocks). Two requests with one id that "
-    "both came through the gRPC frontend are two client requests, not parent and child. And "
-    "hung_request on pt_rank (both instances, 24.8 s) says 'it makes no BLS calls ..., so its "
-    "own execute is stuck': pt_rank waits in ModelClient.infer_sample on pt_embed, a "
-    "client-side chain that waits.callees drops because every pt_embed request is CLIENT "
-    "origin (inst.client_only); in pt_healthy all 184 pt_rank executes enclose a pt_embed "
-    "request admitted 1-85 ms (median 3.5 ms) after they start",
-    "pt_tag_raises": "PyTriton's proxy re-raises the infer_func's exception as "
-    "TritonModelException('Model execute error: ' + its traceback), so each of the 64 "
-    "pb_stub.cc:714 lines (12:57:29.311689 to 48.982735) reads 'message: "
-    "TritonModelException: Model execute error: Traceback (most recent call last): ... File "
-    '".../pytriton_app.py", line 102, in tag ... KeyError: \'pt_tag: token 9105 not in '
-    "vocab.json' ... At: /tmp/folder83Nu7W/1/model.py(501): execute'. model_failing "
-    "(backend_failures._raised) reports the outer type and first line ('TritonModelException: "
-    "Model execute error: Traceback (most recent call last):') and the At: frame of "
-    "PyTriton's generated proxy model.py, the same for every PyTriton model; the user's "
-    "exception (KeyError) and frame (pytriton_app.py(102): tag) are the embedded traceback's "
-    "last lines, which it would have to read",
-    "pt_healthy_guarded": "PyTriton 0.7's default TritonSecurityConfig guards "
-    "/v2/models/stats with a generated token: all 31 stats scrapes of the capture got 'HTTP "
-    "Error 403: Forbidden' (scrapes.jsonl, 13:02:23.898 on; Triton answered each, logging "
-    "'HTTP request: 0 /v2/models/stats', and its body says 'This API is restricted, expecting "
-    "header triton-access-token'), while all 31 /metrics scrapes of the same ticks succeeded "
-    "and the log shows 461 requests served. target_down reports 'Triton has been unreachable "
-    "for 30.0 s: 31 consecutive scrapes of stats failed (HTTP Error 403: Forbidden)' "
-    "(critical) from the failures of one target alone: a 403 (or 401) is an answer, the "
-    "endpoint is guarded, not down, and /metrics and the log say the server is up. It "
-    "belongs in coverage ('no statistics: the endpoint refused the capture; PyTriton guards "
-    "it by default'), not in a finding",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
