@@ -349,19 +349,10 @@ class ModelStalled:
         durations = execution_durations(window.model_stats)
         out: list[Finding] = []
         reported: set[str] = set()
-        for stall in found:
-            if stall.model in deferred or stall.model in reported:
-                continue
-            seen = durations.get(stall.model, [])
-            deadline = policy.deadline_s(stall.model, seen)
-            if stall.seconds <= deadline:
-                continue
-            reported.add(stall.model)
-            out.append(self._finding(stall, deadline, policy.explain(stall.model, seen), window))
         passed = ended_stalls(
             window.samples(PENDING), window.samples(EXECUTIONS), window.model_stats
         )
-        for stall in passed:
+        for stall in [*found, *passed]:  # one per model: the stall now before one that ended
             if stall.model in deferred or stall.model in reported:
                 continue
             seen = durations.get(stall.model, [])
