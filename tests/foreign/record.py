@@ -46,7 +46,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -4360,19 +4360,30 @@ def _start_text(scenario: Scenario) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.foreign.record", description=__doc__.split("\n")[0]
-    )
+    return run_cli(argv, "python -m tests.foreign.record", __doc__, SCENARIOS, record_scenario)
+
+
+def run_cli(
+    argv: list[str] | None,
+    prog: str,
+    doc: str | None,
+    scenarios: Mapping[str, Any],
+    record: Callable[[Any, Path], Path],
+) -> int:
+    """``prog OUT_DIR [scenario ...]``: record each named scenario (all without names) into
+    ``OUT_DIR/<scenario>`` and print what ``analyze`` said of it (this recorder's and
+    ``record_pytriton``'s command line)."""
+    parser = argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n")[0])
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("scenarios", nargs="*", help=", ".join(SCENARIOS))
+    parser.add_argument("scenarios", nargs="*", help=", ".join(scenarios))
     args = parser.parse_args(argv)
-    names = args.scenarios or list(SCENARIOS)
-    unknown = [n for n in names if n not in SCENARIOS]
+    names = args.scenarios or list(scenarios)
+    unknown = [n for n in names if n not in scenarios]
     if unknown:
-        parser.error(f"unknown scenario(s) {unknown}: choose from {list(SCENARIOS)}")
+        parser.error(f"unknown scenario(s) {unknown}: choose from {list(scenarios)}")
     for name in names:
         t = time.monotonic()
-        out = record_scenario(SCENARIOS[name], args.out_dir / name)
+        out = record(scenarios[name], args.out_dir / name)
         print(f"== {name}: {time.monotonic() - t:.0f} s, {out}", flush=True)
         print((out / "analysis-at-recording.md").read_text(), flush=True)
     return 0

@@ -22,7 +22,6 @@ OUT_DIR/<scenario> must not exist. This is a tool, not a test.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -49,7 +48,9 @@ from tests.foreign.record import (
     _git_commit,
     _scrub_meta,
     analysis_markdown,
+    run_cli,
 )
+from tests.security.sockets import process_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 PAUSE_S = 0.3
@@ -182,27 +183,6 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process under ``pid`` (from /proc), children first-found order."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -214,7 +194,7 @@ def _alive(pid: int) -> bool:
 
 def _stop_app(app: subprocess.Popen[bytes]) -> list[int]:
     """SIGTERM the app (Triton.stop()), then SIGKILL, by pid, whatever of it is left."""
-    tree = _descendants(app.pid)
+    tree = sorted(process_tree(app.pid) - {app.pid})
     app.send_signal(signal.SIGTERM)
     try:
         app.wait(timeout=30)
@@ -437,22 +417,9 @@ def _security_text(scenario: PtScenario) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.foreign.record_pytriton", description=__doc__.split("\n")[0]
+    return run_cli(
+        argv, "python -m tests.foreign.record_pytriton", __doc__, SCENARIOS, record_scenario
     )
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("scenarios", nargs="*", help=", ".join(SCENARIOS))
-    args = parser.parse_args(argv)
-    names = args.scenarios or list(SCENARIOS)
-    unknown = [n for n in names if n not in SCENARIOS]
-    if unknown:
-        parser.error(f"unknown scenario(s) {unknown}: choose from {list(SCENARIOS)}")
-    for name in names:
-        t = time.monotonic()
-        out = record_scenario(SCENARIOS[name], args.out_dir / name)
-        print(f"== {name}: {time.monotonic() - t:.0f} s, {out}", flush=True)
-        print((out / "analysis-at-recording.md").read_text(), flush=True)
-    return 0
 
 
 if __name__ == "__main__":
