@@ -29,14 +29,15 @@ client saw the freeze). The library's witness wins for a model it reports on.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from observability import events as ev
 from observability.detectors.crashes import crashes
 from observability.detectors.deadlines import DeadlinePolicy, p99
-from observability.detectors.instances import instances_of
-from observability.detectors.origins import CLIENT
+from observability.detectors.instances import Execution, instances_of
+from observability.detectors.origins import CLIENT, STEP
 from observability.detectors.requests import log_ref
 from observability.detectors.streams import LogStream, log_streams
 from observability.detectors.target_down import gone_ns
@@ -112,6 +113,7 @@ class StreamStalled:
         policy = DeadlinePolicy(
             self.deadline_s, self.floor_s, self.multiple, overrides=self.deadlines
         )
+        streams = _recharged(window, streams)
         deaths = _deaths(window) if streams else []
         for model in sorted({s.model for s in streams} - covered):
             finding = self._log_finding(
@@ -272,6 +274,13 @@ class StreamStalled:
                 + f"; past the {deadline:.3g} s stall deadline ({why})"
             )
             severity, shown = Severity.CRITICAL, stalled
+            moved = next((s.charged_from for s in stalled if s.charged_from), "")
+            if moved:
+                summary += (
+                    f" (the stream lines name no model: the stall was first charged to a "
+                    f"{moved} stream, but {moved} sends its streams from inside its execute "
+                    f"and released that stream's batch, so it is the other streamed model's)"
+                )
             if len(stalled) == 1:
                 summary += _next_calls(window, stalled[0], gaps)
         else:
@@ -340,7 +349,7 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
     one token of three, 1.1 ms after the router's last response). The lines name no caller:
     with several streams open, the calls of another may fall in the same interval, so every
     call there is listed. A whole-second log lists the calls of that second."""
-    held = _held_by(window, stream)
+    held = _held_by(window, stream) or _ensemble_step(window, stream)
     if held:
         return held
     horizon_s = min(max(p99(gaps_s) if gaps_s else 0.0, _CALL_HORIZON_S[0]), _CALL_HORIZON_S[1])
@@ -386,6 +395,96 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
 
 _SAME_REQUEST_NS = 1_000_000_000
 """A stream's request starts executing within this of its ``READ`` line."""
+
+
+_IN_EXECUTE = 0.8
+"""Share of a model's finished streams whose final response came before their batch's
+release: a model that sends its streams from inside ``execute`` (a BLS model forwarding a
+decoupled child's responses), not from a thread after it returned."""
+
+
+def _recharged(window: Window, streams: list[LogStream]) -> list[LogStream]:
+    """The streams, with an open one charged to a model that cannot hold it given to the
+    other streamed model. ``streams.py`` charges a stall to the oldest stream at its count,
+    whatever its model (gen_llm_stall: a gen_bls stream, where gen_ensemble's was stalled).
+    A model that sends its streams from inside ``execute`` holds its batch while a stream of
+    it is open: when the batch begun right after the stream's read has been released, the
+    stream ended, and with one other streamed model in the window the stall is that one's."""
+    models = {s.model for s in streams if s.model}
+    if len(models) != 2:
+        return streams
+    inst = instances_of(window)
+    starts: dict[str, list[Execution]] = {}
+    for e in inst.executions:
+        if e.model in models:
+            starts.setdefault(e.model, []).append(e)
+    for batches in starts.values():
+        batches.sort(key=lambda e: e.start_ns)
+
+    def batch_of(s: LogStream) -> Execution | None:
+        batches = starts.get(s.model, [])
+        i = bisect_left([e.start_ns for e in batches], s.opened_ns)
+        if i < len(batches) and batches[i].start_ns - s.opened_ns <= _SAME_REQUEST_NS:
+            return batches[i]
+        return None
+
+    inside = {
+        m
+        for m in models
+        if _share_inside([s for s in streams if s.model == m and not s.open], batch_of)
+        >= _IN_EXECUTE
+    }
+    out = []
+    for s in streams:
+        batch = batch_of(s) if s.open and s.model in inside else None
+        if batch is not None and batch.end_ns is not None:
+            (other,) = models - {s.model}
+            s = replace(s, model=other, charged_from=s.model)
+        out.append(s)
+    return out
+
+
+def _share_inside(
+    done: list[LogStream], batch_of: Callable[[LogStream], Execution | None]
+) -> float:
+    """Of finished streams, the share whose final response preceded their batch's release."""
+    if len(done) < 5:
+        return 0.0
+    held = 0
+    for s in done:
+        batch = batch_of(s)
+        held += (
+            batch is not None
+            and batch.end_ns is not None
+            and s.final_ns is not None
+            and s.final_ns <= batch.end_ns
+        )
+    return held / len(done)
+
+
+def _ensemble_step(window: Window, stream: LogStream) -> str:
+    """When the stalled stream is an ensemble's (a model no instance executes), its responses
+    are its decoupled step's: the decoupled models admitted as ensemble steps in the window
+    (gen_llm_stall: gen_llm, between gen_preprocessing and gen_postprocessing)."""
+    if stream.model not in instances_of(window).instanceless:
+        return ""
+    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled} - {stream.model}
+    origin = origins_of(window)
+    steps = sorted(
+        {
+            r.model
+            for r in window.logs(ev.RequestPrepared)
+            if r.model in decoupled and origin.get((r.header.at_ns, r.header.offset)) == STEP
+        }
+    )
+    if not steps:
+        return ""
+    named = ", ".join(steps)
+    return (
+        f"; {stream.model} is an ensemble: its stream carries the responses of its decoupled "
+        f"step {named} (decoupled per its config), so {named} stopped sending them without "
+        "the final flag, or a step after it stopped passing them on"
+    )
 
 
 def _held_by(window: Window, stream: LogStream) -> str:

@@ -106,6 +106,10 @@ class LogStream:
     gaps_ns: list[int] = field(default_factory=list)
     """Time from the open to the first response, then between responses and to the final
     flag."""
+    charged_from: str = ""
+    """The model this stream's stall was first charged to, when that model was ruled out
+    (``stream_stalled``: it sends its streams from inside its execute, and released the
+    stream's batch)."""
 
     @property
     def open(self) -> bool:

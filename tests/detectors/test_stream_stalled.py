@@ -324,3 +324,14 @@ def test_a_stream_sent_from_inside_execute_names_the_decoupled_call_feeding_it()
     assert "the last decoupled call it made before its last response went to gen_llm" in summary
     hung = [f for f in analysis("gen_llm_stall_bls").findings if f.kind == "hung_request"]
     assert [f.model for f in hung] == ["gen_bls"] and "to gen_llm" in hung[0].summary
+
+
+def test_a_stall_charged_to_a_model_that_streams_inside_execute_goes_to_the_other() -> None:
+    """gen_llm_stall: the stream lines name no model, and the stall at 4 responses was
+    charged to the oldest stream at that count, a gen_bls one. gen_bls forwards its streams
+    from inside execute and had released that stream's batch: the stall is gen_ensemble's,
+    whose decoupled step gen_llm stopped after 4 tokens."""
+    found = [f for f in analysis("gen_llm_stall").findings if f.kind == "stream_stalled"]
+    assert [f.model for f in found] == ["gen_ensemble"]
+    assert "first charged to a gen_bls stream" in found[0].summary
+    assert "its decoupled step gen_llm" in found[0].summary

@@ -30,17 +30,6 @@ _NO_CONTRACT = (
     "the log cannot tell it from an error response; "
 )
 GAPS: dict[str, str] = {
-    "gen_llm_stall": "stream_stalled charges the stall to a gen_bls stream: streams.py "
-    "gives a stall at one response count to the oldest stream of its stretch, whatever its "
-    "model. The stalled stream is gen_ensemble's, read 12:49:17.203044 (4 callbacks, then "
-    "nothing for 24.9 s); the finding names gen_bls and the stream read at 17.188477, and "
-    "says gen_bls's own code stopped after a gen_postprocessing call. The log rules gen_bls "
-    "out: its 55 executes were all released within 0.37 s (it sends its stream inside "
-    "execute, so a stalled gen_bls stream holds its instance), and its streams end at "
-    "callback index 13 (empty final) where gen_ensemble's end at 12, flags 1: 57 "
-    "gen_ensemble streams read, 56 ended. The finding should be on gen_ensemble and name its "
-    "decoupled step gen_llm (the ensemble's own steps, from the prepared lines after "
-    "ensemble_scheduler.cc:584 'Internal response release')",
     "gen_llm_stall_http": "nothing reported: stream_stalled reads gRPC stream lines only "
     "(catalogue: 'an HTTP generate_stream stall needs the library'). The log has one "
     "http_server.cc:4599 'HTTP request: 2 /v2/models/gen_ensemble/generate_stream' line per "
