@@ -62,12 +62,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Group the tests of a shared lab (``--dist loadgroup``). ``tryfirst``: xdist reads the
     ``xdist_group`` marks in its own hook of this name, which would otherwise run first. The
     grouping needs pytest below 9.2 (see pyproject.toml's pin)."""
-    for item in items:
+    corpus_at: list[int] = []
+    for i, item in enumerate(items):
         names = set(getattr(item, "fixturenames", ()))
         group = next((g for f, g in SHARED_LABS.items() if f in names), None)
-        group = group or ("foreign-corpus" if _reads_the_corpus(item) else None)
+        if group is None and _reads_the_corpus(item):
+            group = "foreign-corpus"
+            corpus_at.append(i)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The corpus's tests in recording order, in the places they had: a recording's parsed
+    # events are kept for the last few only (tests/foreign/parsed.py), and each module read
+    # them all in its own order, loading a third of them twice.
+    ordered = sorted((items[i] for i in corpus_at), key=_recording_of)
+    for i, item in zip(corpus_at, ordered, strict=True):
+        items[i] = item
+
+
+def _recording_of(item: pytest.Item) -> str:
+    """The foreign recording a parametrized test reads (its first such parameter), or ``""``
+    (those run first, in their order: the sort is stable)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return next((v for v in params.values() if isinstance(v, str) and v in _RECORDINGS), "")
+
+
+_RECORDINGS = frozenset(p.name for p in corpus.FIXTURES.iterdir() if p.is_dir())
 
 
 def _reads_the_corpus(item: pytest.Item) -> bool:
