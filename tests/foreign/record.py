@@ -7,7 +7,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``, ``repos/gen``:
+``repos/xl``, ``repos/gen``, ``repos/ops``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -20,7 +20,9 @@ gRPC. The ``xl`` scenarios run Triton in OpenTelemetry trace mode (``Scenario.tr
 no trace file, the spans Triton posts over OTLP/HTTP land in the bundle's ``otlp/``. The
 ``gen`` clients (``tests.foreign.genload``) stream tokens from a TensorRT-LLM-style decoupled
 ensemble and BLS model, over gRPC streams or, where a scenario says so
-(``Scenario.streams``), HTTP ``generate_stream``. Each
+(``Scenario.streams``), HTTP ``generate_stream``. The ``ops`` scenarios run 75 to 90 s
+windows with more than one fault and a changing load (clients joining and leaving as
+``repeat_s`` injections); their clients alternate a BLS router and an ensemble. Each
 scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -104,7 +106,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl`` or ``gen``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen`` or ``ops``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -3287,6 +3289,204 @@ _GEN = (
     ),
 )
 
+
+_OPS_PIPELINE = (
+    "the document-moderation pipeline (ops_router, python BLS, async def execute, 2 "
+    "instances, no batching: one async_exec() per page to ops_classify, python, dynamic "
+    "batching up to 8 (2 ms), 2 instances, gathered with asyncio.gather and merged in the "
+    "gather's done-callback, then one async_exec() to ops_enrich, python, 1 instance, no "
+    "batching, about 20 ms a call, awaited at most 1 s (a late enrichment is served as zeros "
+    "with a logged warning, the call left to finish); beside it ops_ensemble, an ensemble of "
+    "two steps, ops_classify then ops_enrich, for single pages; children without ids) under "
+    "id-less gRPC clients alternating ops_router and ops_ensemble"
+)
+_OPS_CLIENT = {"ops_pause_s": 0.6}
+"""An injected client that behaves as a background one: 0.6 s pause after each answer."""
+_OPS_RAMP = (
+    Injection(10, 1, _OPS_CLIENT, 10, "1 more client for 70 s", repeat_s=70),
+    Injection(20, 1, _OPS_CLIENT, 10, "1 more client for 50 s", repeat_s=50),
+    Injection(30, 2, _OPS_CLIENT, 10, "2 more clients for 30 s", repeat_s=30),
+    Injection(40, 1, _OPS_CLIENT, 10, "1 more client for 10 s", repeat_s=10),
+)
+"""With the one background client: 1, 2, 3, 5, 6, 5, 3, 2, 1 clients in the ten-second
+stretches from 0 to 90 s."""
+_OPS_ENRICH_HANG = Injection(
+    15,
+    1,
+    {"ops_front": "router", "enrich_hang_s": 300},
+    10,
+    "one ops_router request whose ops_enrich call sleeps 300 s (a policy store that never answers)",
+)
+_OPS_DOUBLING_ENV = {"OPS_CLASSIFY_DOUBLE_AFTER_S": "40"}
+"""Each ops_classify instance's label table doubles on every execute from 40 s after its
+first (about 40 s into the window), cut back to 4 past 16384."""
+_OPS_CALLBACK = Injection(
+    10,
+    1,
+    {"ops_front": "router", "ops_fault": "callback"},
+    10,
+    "one ops_router request whose gather done-callback raises KeyError (tenant-zeta missing "
+    "from the policy table)",
+)
+_OPS_RELOAD = Injection(
+    50,
+    1,
+    {"setup_s": 4},
+    60,
+    "reload ops_classify (repository API) with setup_s=4: each new instance's first execute "
+    "takes 4 s",
+    "reload",
+    "ops_classify",
+)
+_OPS_BURST = Injection(
+    30,
+    10,
+    {"ops_pause_s": 0.0},
+    10,
+    "10 more clients for 8 s, each sending again as soon as it is answered",
+    repeat_s=8,
+)
+_OPS_TWO_FAULTS = (
+    f"{_OPS_PIPELINE}; 15 s in, one ops_router request whose ops_enrich call sleeps 300 s: "
+    "the enricher's only instance is held to the end, every later enrich call queues behind "
+    "it (ops_router serves its verdicts without tags after its 1 s guard, ops_ensemble's "
+    "clients time out); OPS_CLASSIFY_DOUBLE_AFTER_S=40: from about 40 s in, SCORES of each "
+    "ops_classify instance doubles in width on every call"
+)
+_OPS_RAMP_NOTE = (
+    "Nothing of warning or above is expected: at 6 clients the pipeline has headroom "
+    "(ops_enrich, the one single-instance step, about 20 ms a call, is busy well under half "
+    "the time); every request is served within 0.13 s."
+)
+_OPS_TWO_FAULTS_NOTE = (
+    "Two faults in two branches, each owed its own finding: the hung ops_enrich call (its "
+    "only instance held from 15 s to the end, every later enrich call queued behind it: "
+    "hung_request on ops_enrich, naming ops_enrich_0_0 and saying its own execute is stuck, "
+    "as it makes no BLS call) and ops_classify's doubling SCORES from about 40 s "
+    "(shape_growth on ops_classify). What followed is true and may be told too: each "
+    "ops_router request served after the 1 s guard leaves its enrich call outstanding, and "
+    "each outstanding async_exec holds a thread of the router stub's default asyncio "
+    "executor (min(32, cpu + 4) = 6 on this 2-core host), so after six late calls an "
+    "ops_router instance cannot start its next page call and is held too (hung_request on "
+    "ops_router is not false). ops_ensemble's clients time out from 15 s on."
+)
+_OPS_CALLBACK_COLD_NOTE = (
+    "Two faults, each owed its own finding: the done-callback's KeyError (callback_error on "
+    "ops_router; its instance ops_router_0_0 stays held to the end, so hung_request on it is "
+    "true as well) and ops_classify's 4 s first executes after the reload (cold_start on "
+    "ops_classify). Triton reloads ops_ensemble after its reloaded step; the ensemble has no "
+    "set-up of its own, its first request only waited on ops_classify (`absent`: cold_start "
+    "on ops_ensemble)."
+)
+_OPS_RELEASED_NOTE = (
+    "The hang ended: ops_enrich_0_0's execute returned after 40 s (20 s to 60 s in), the "
+    "queue behind it drained within a second and the pipeline was healthy to the end. A "
+    "40 s stop of the enricher's only instance, which timed out 12 ops_ensemble clients and "
+    "stripped the tags from ops_router's answers, is still worth a warning at the window's "
+    "end (a stall that ended, model_stalled on ops_enrich), while nothing may say that "
+    "anything is hung now."
+)
+_OPS_BURST_NOTE = (
+    "Nothing of warning or above is expected: the burst took the pipeline from about 6 to "
+    "45 requests a second for 8 s; ops_enrich's one instance was busy throughout with up to "
+    "3 queued (ops_router's queue 6 to 10), both queues drained at once when it stopped, and "
+    "every request of the burst and of the background was served (max 0.52 s against a 10 s "
+    "timeout). A saturation that lasts as long as the surge that caused it and costs no "
+    "error is capacity headroom (an info), not a fault."
+)
+_OPS_V0_NOTE = (
+    "At --log-verbose 0 the hung enricher shows on /metrics (ops_enrich's pending gauge "
+    "rising to 30 while its nv_inference_exec_count stays still from 15 s on: model_stalled "
+    "on ops_enrich; ops_router's instances stall later too, see ops_enrich_hang_classify_"
+    "growth, so model_stalled on ops_router is true). ops_classify's doubling SCORES is in no "
+    "signal at this level (response shapes are verbose lines; the statistics and trace "
+    "timestamps carry no shapes): it cannot be required, and the coverage notes say "
+    "shape_growth cannot be seen."
+)
+_OPS = (
+    Scenario(
+        "ops_healthy_ramp",
+        "ops",
+        f"{_OPS_PIPELINE}; 90 s, the load ramping from 1 to 6 clients and back (1, 2, 3, 5, "
+        "6, 5, 3, 2, 1 in the ten-second stretches); no fault; verbose log",
+        (),
+        clients=1,
+        duration_s=90,
+        injections=_OPS_RAMP,
+        note=_OPS_RAMP_NOTE,
+    ),
+    Scenario(
+        "ops_enrich_hang_classify_growth",
+        "ops",
+        f"{_OPS_TWO_FAULTS}; 90 s, four clients; verbose log",
+        (("hung_request", "ops_enrich"), ("shape_growth", "ops_classify")),
+        clients=4,
+        duration_s=90,
+        env=_OPS_DOUBLING_ENV,
+        injections=(_OPS_ENRICH_HANG,),
+        note=_OPS_TWO_FAULTS_NOTE,
+    ),
+    Scenario(
+        "ops_router_callback_classify_cold",
+        "ops",
+        f"{_OPS_PIPELINE}; model control explicit; 10 s in, one ops_router request whose "
+        "gather done-callback raises KeyError: the future it awaits is never resolved, its "
+        "instance's execute never returns, the client gives up after 10 s; 50 s in, "
+        "ops_classify is reloaded with setup_s=4: each new instance's first execute takes 4 "
+        "s; 90 s, four clients; verbose log",
+        (("callback_error", "ops_router"), ("cold_start", "ops_classify")),
+        clients=4,
+        duration_s=90,
+        model_control="explicit",
+        injections=(_OPS_CALLBACK, _OPS_RELOAD),
+        note=_OPS_CALLBACK_COLD_NOTE,
+    ),
+    Scenario(
+        "ops_enrich_hang_released",
+        "ops",
+        f"{_OPS_PIPELINE}; 20 s in, one ops_router request whose ops_enrich call sleeps 40 s: "
+        "the enricher's only instance is held from 20 s to 60 s, every enrich call queues "
+        "behind it, then the queue drains and the pipeline is healthy to the end; 90 s, four "
+        "clients; verbose log",
+        (("model_stalled", "ops_enrich"),),
+        clients=4,
+        duration_s=90,
+        injections=(
+            replace(
+                _OPS_ENRICH_HANG,
+                at_s=20,
+                params={"ops_front": "router", "enrich_hang_s": 40},
+                what="one ops_router request whose ops_enrich call sleeps 40 s, then returns",
+            ),
+        ),
+        note=_OPS_RELEASED_NOTE,
+    ),
+    Scenario(
+        "ops_healthy_burst",
+        "ops",
+        f"{_OPS_PIPELINE}; 30 s in, 10 more clients for 8 s, each sending again as soon as "
+        "it is answered (a burst), then the four background clients alone again; 75 s; "
+        "verbose log",
+        (),
+        clients=4,
+        duration_s=75,
+        injections=(_OPS_BURST,),
+        note=_OPS_BURST_NOTE,
+    ),
+    Scenario(
+        "ops_enrich_hang_classify_growth_v0",
+        "ops",
+        f"`--log-verbose 0` (trace files kept): {_OPS_TWO_FAULTS}; 90 s, four clients",
+        (("model_stalled", "ops_enrich"),),
+        clients=4,
+        duration_s=90,
+        log_verbose=0,
+        env=_OPS_DOUBLING_ENV,
+        injections=(_OPS_ENRICH_HANG,),
+        note=_OPS_V0_NOTE,
+    ),
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -3425,6 +3625,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_IMG,
         *_XL,
         *_GEN,
+        *_OPS,
     )
 }
 
@@ -3551,6 +3752,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"PROBE": rng.standard_normal(20).astype(np.float32)}
     if repo == "xl":  # 2 or 3 sentences of 8 source token ids; no batch dimension
         return {"SRC": rng.integers(4, 32000, size=8 * int(rng.integers(2, 4))).astype(np.int32)}
+    if repo == "ops":  # a document of 1 to 3 pages of 16 features (ops_ensemble takes the first)
+        return {"DOC": rng.random(16 * int(rng.integers(1, 4)), dtype=np.float32)}
     if repo == "med":  # a batch of 1 to 4 FP16 scans and their ages (med_gateway: 4)
         return medload.scans(rng)
     if repo == "emb":  # a batch of one sentence of 4 to 20 words (the ensemble is batched)
@@ -3620,6 +3823,8 @@ def _send(
         return client.infer("med_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "img":
         return _img_send(client, inputs, params, request_id)
+    if repo == "ops":
+        return _ops_send(client, inputs, params, request_id)
     if repo == "warm":
         return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "xl":
@@ -3649,6 +3854,29 @@ def _img_send(
         )
     else:
         outcome = client.infer("img_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if pause:
+        time.sleep(pause)
+    return outcome
+
+
+def _ops_send(
+    client: object, inputs: dict[str, np.ndarray], params: dict, request_id: str
+) -> object:
+    """``ops_router`` (DOC [16 k]) and ``ops_ensemble`` (its first page, PAGE [1, 16]) in turn,
+    per client; ``ops_front`` in ``params`` picks one (``router`` or ``ensemble``), then a
+    pause of ``ops_pause_s`` (neither is sent as a request parameter)."""
+    params = dict(params)
+    front = params.pop("ops_front", None)
+    pause = float(params.pop("ops_pause_s", 0) or 0)
+    if front is None:
+        n = int(getattr(client, "ops_sent", 0))
+        client.ops_sent = n + 1  # type: ignore[attr-defined]
+        front = "router" if n % 2 == 0 else "ensemble"
+    if front == "router":
+        outcome = client.infer("ops_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    else:
+        page = {"PAGE": inputs["DOC"][:16].reshape(1, 16).astype(np.float32)}
+        outcome = client.infer("ops_ensemble", page, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if pause:
         time.sleep(pause)
     return outcome
@@ -3717,6 +3945,7 @@ _PAUSE_S = {
     "img": 0.3,
     "xl": 0.4,
     "gen": 0.6,
+    "ops": 0.6,
 }
 
 
@@ -4189,6 +4418,8 @@ _LOAD_TEXT = {
     "a gRPC stream with `enable_empty_final_response` read to the final flag, or, where the "
     "scenario says so, HTTP `generate_stream` read to its end), text_input [1, 1] (a prompt "
     "of 3 to 12 words), max_tokens [1, 1] = 12",
+    "ops": "`ops_router` infer of a random DOC [16 k] (k = 1 to 3 pages, FP32) and `ops_ensemble` "
+    "infer of a random PAGE [1, 16] in turn",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
