@@ -30,6 +30,11 @@ scenario leaves:
 * ``PROVENANCE.md``: how it was made, what was injected, what the clients saw;
 * ``analysis-at-recording.md``: what ``analyze`` said about it when it was recorded.
 
+The capture scrapes /metrics and /v2/models/stats every second unless a scenario says
+otherwise (``Scenario.interval_s``: the ``cap_*`` scenarios scrape every 5 or 15 s), and starts
+when the clients do unless the scenario gives the server a lead under load first
+(``Scenario.lead_s``: a long-running server, or a fault that began before the capture).
+
 Without scenario names every scenario is recorded (about a minute each, one Triton at a
 time). OUT_DIR/<scenario> must not exist. The checked-in copies live in
 ``tests/fixtures/foreign``. This is a tool, not a test.
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -151,10 +157,28 @@ class Scenario:
     """More tritonserver flags (``LabConfig.extra_args``), e.g. ``--rate-limit=...``;
     ``{caches}`` stands for the wheel's ``tritonserver/caches`` folder (the response cache's
     ``libtritoncache_local.so``, which Triton looks for in /opt/tritonserver/caches)."""
+    interval_s: float = 1.0
+    """The capture's scrape interval (``CaptureConfig.interval_s``): /metrics and
+    /v2/models/stats are read every this many seconds (Prometheus scrapes every 15 s by
+    default). The default, 1 s, is what every scenario before round 26 used."""
+    lead_s: float = 0.0
+    """How long the server runs under the background load before the capture starts (a
+    long-running server, or a capture taken after the fault began). The clients start
+    ``lead_s`` before the capture; an injection's ``at_s`` still counts from the capture's
+    start and may be negative, down to ``-lead_s`` (a fault that began before the capture).
+    Each client's request bound grows with the lead (``request_cap``)."""
 
     @property
     def healthy(self) -> bool:
         return not self.expected
+
+    @property
+    def request_cap(self) -> int:
+        """Each background client's request bound: ``MAX_REQUESTS_PER_WORKER`` for a capture
+        window, in proportion for the lead before it."""
+        return math.ceil(
+            MAX_REQUESTS_PER_WORKER * (self.duration_s + self.lead_s) / self.duration_s
+        )
 
     @property
     def edits_repo(self) -> bool:
@@ -3659,6 +3683,142 @@ SCENARIOS.update(
 )
 
 
+# Round 26: the doc pipeline again, captured as users capture: scrapes every 15 s or 5 s, a
+# capture that starts after the fault began (the log copied from the capture's start only),
+# a server that has run for minutes before the capture. Only the capture differs.
+_CAP_LATE_TEXT = (
+    "the capture starts {lead:g} s after the clients (the log copied from the capture's start "
+    "only: the server's start, the model loads and everything before are not in the bundle)"
+)
+_CAP = (
+    Scenario(
+        "cap_doc_healthy_15s",
+        "doc",
+        f"{_DOC_PIPELINE}, verbose log, a 60 s capture scraping every 15 s (Prometheus's "
+        "default): the twin of cap_doc_layout_hang_15s",
+        (),
+        server_args=_DOC_ARGS,
+        duration_s=60.0,
+        interval_s=15.0,
+    ),
+    Scenario(
+        "cap_doc_layout_hang_15s",
+        "doc",
+        f"{_DOC_PIPELINE}; {_DOC_HANG_TEXT}, verbose log, a 60 s capture scraping every 15 s",
+        (("hung_request", "doc_router"),),
+        server_args=_DOC_ARGS,
+        duration_s=60.0,
+        interval_s=15.0,
+        injections=(Injection(5, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note=_DOC_ONE_ALERT,
+    ),
+    Scenario(
+        "cap_doc_layout_hang_quiet_15s",
+        "doc",
+        f"{_DOC_PIPELINE}; without --log-verbose and without trace files: {_DOC_HANG_TEXT}; a "
+        "60 s capture scraping every 15 s: /metrics and /v2/models/stats are all there is, "
+        "five snapshots of each",
+        (("model_stalled", "doc_layout"),),
+        log_verbose=0,
+        trace=False,
+        server_args=_DOC_ARGS,
+        duration_s=60.0,
+        interval_s=15.0,
+        injections=(Injection(5, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note="As doc_layout_hang_quiet: the stuck child holds the rate limiter's one R, so "
+        "doc_layout's pending gauge rises while its counters stop; with a scrape every 15 s "
+        "the question is how many scrapes it takes to say so.",
+    ),
+    Scenario(
+        "cap_doc_layout_hang_late",
+        "doc",
+        f"{_DOC_PIPELINE}; {_DOC_HANG_TEXT}; the hang began 20 s before the capture: "
+        + _CAP_LATE_TEXT.format(lead=30)
+        + ", so the hung request's prepared line and its doc_layout batch's executing line "
+        "are not in the bundle",
+        (("model_stalled", "doc_layout"),),
+        server_args=_DOC_ARGS,
+        lead_s=30.0,
+        log_from_start=False,
+        injections=(Injection(-20, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note="Why model_stalled and not hung_request: the stuck doc_layout batch and the "
+        "doc_router executes awaiting it began before the capture, so the bundle's log has "
+        "none of their lines; what the window shows is what doc_layout_hang_quiet shows "
+        "(doc_layout's pending gauge above zero and its counters still at every scrape, "
+        "/v2/models/stats's last_inference 20 s before the first scrape), plus the verbose "
+        "log's doc_router requests prepared and never executed until their clients cancel.",
+    ),
+    Scenario(
+        "cap_doc_extract_cold_before",
+        "doc",
+        f"{_DOC_PIPELINE}; model control explicit, warmed (4 requests); 20 s before the "
+        "capture, doc_extract is loaded again with extract_cold_start_s=4 (a deploy whose "
+        "first execute loads its weights for 4 s): "
+        + _CAP_LATE_TEXT.format(lead=30)
+        + ", so the cold start is over when it begins",
+        (),
+        model_control="explicit",
+        warmup=4,
+        server_args=_DOC_ARGS,
+        lead_s=30.0,
+        log_from_start=False,
+        injections=(replace(_DOC_COLD, at_s=-20),),
+        note="'healthy' in expected.json: the cold start ended about 15 s before the capture "
+        "began; nothing in the window waited for it, and neither a cold start nor a hang may "
+        "be reported from what is left of it (the counters already moved, the reload's lines "
+        "are not in the bundle).",
+    ),
+    Scenario(
+        "cap_doc_layout_growth_5s_late",
+        "doc",
+        f"{_DOC_PIPELINE}; 15 s before the capture, one document switches on the bug in the "
+        "doc_layout instance that runs its pages (it appends every batch's boxes to an "
+        "instance buffer and answers the whole buffer: BOXES [1, n, 4] grows with every "
+        "batch, up to 8192 rows); "
+        + _CAP_LATE_TEXT.format(lead=20)
+        + ", scraping every 5 s: the growth's start is not in the bundle",
+        (("shape_growth", "doc_layout"),),
+        server_args=_DOC_ARGS,
+        lead_s=20.0,
+        log_from_start=False,
+        interval_s=5.0,
+        injections=(Injection(-15, 1, {"doc_fault": "grow"}, 60, "doc_layout's boxes grow"),),
+    ),
+    Scenario(
+        "cap_doc_layout_hang_quiet_late_15s",
+        "doc",
+        f"{_DOC_PIPELINE}; without --log-verbose and without trace files: {_DOC_HANG_TEXT}; "
+        "the hang began 20 s before the capture, which scrapes every 15 s for 30 s (three "
+        "snapshots of /metrics and /v2/models/stats): " + _CAP_LATE_TEXT.format(lead=30),
+        (("model_stalled", "doc_layout"),),
+        log_verbose=0,
+        trace=False,
+        server_args=_DOC_ARGS,
+        lead_s=30.0,
+        log_from_start=False,
+        interval_s=15.0,
+        injections=(Injection(-20, 1, _DOC_HANG, 60, "doc_layout sleeps 300 s in execute"),),
+        note="The capture a user starts once an alert fired, as Prometheus would scrape: "
+        "the stall is older than the window, and three scrapes are all there is to see it.",
+    ),
+    Scenario(
+        "cap_doc_healthy_long",
+        "doc",
+        f"{_DOC_PIPELINE}, verbose log, no trace files: a long-running server, the clients "
+        "running 150 s before a 30 s capture (the log copied from the capture's start only, "
+        "every counter and statistic far from zero when it begins)",
+        (),
+        server_args=_DOC_ARGS,
+        trace=False,
+        lead_s=150.0,
+        log_from_start=False,
+        note="No trace files: 180 s of them would make the bundle several megabytes; a "
+        "server that has run for minutes is rarely tracing.",
+    ),
+)
+SCENARIOS.update({s.name: s for s in _CAP})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -3668,9 +3828,12 @@ class Outcomes:
     rows: list[dict[str, object]] = field(default_factory=list)
 
     def add(self, label: str, outcome: object, t0: float) -> None:
+        at_s = round(getattr(outcome, "started", 0.0) - t0, 3)
+        if at_s < 0 and label == "healthy":  # sent during a lead (Scenario.lead_s)
+            label = "healthy (before the capture)"
         row = {
             "label": label,
-            "at_s": round(getattr(outcome, "started", 0.0) - t0, 3),
+            "at_s": at_s,
             "status": str(getattr(getattr(outcome, "status", None), "value", "?")),
             "latency_s": round(float(getattr(outcome, "latency_s", 0.0)), 3),
             "error": str(getattr(outcome, "error", ""))[:200],
@@ -4000,6 +4163,7 @@ def _worker(
     audio: str = "fixed",
     pin: str = "",
     streams: str = "grpc",
+    cap: int = MAX_REQUESTS_PER_WORKER,
 ) -> None:
     if repo == "gen":
         genload.gen_worker(
@@ -4035,7 +4199,7 @@ def _worker(
     utterance = np.zeros(0, dtype=np.float32)
     try:
         stop.wait(delay_s)
-        for n in range(MAX_REQUESTS_PER_WORKER):
+        for n in range(cap):
             if stop.is_set() or time.monotonic() > until:
                 break
             inputs = _inputs(repo, rng)
@@ -4211,6 +4375,8 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
 
     if out.exists():
         raise SystemExit(f"{out} exists: remove it first (or record elsewhere)")
+    if any(i.at_s + scenario.lead_s < 0 for i in scenario.injections):
+        raise SystemExit(f"{scenario.name}: an injection before the lead (at_s < -lead_s)")
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     outcomes = Outcomes()
     file_trace = scenario.trace and scenario.trace_mode == "triton"
@@ -4235,7 +4401,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
         try:
             lab.start()
             _warm_up(_client_url(lab, scenario.repo), scenario, outcomes)
-            t0 = time.monotonic()
+            t0 = time.monotonic() + scenario.lead_s  # the capture's start
             until = t0 + scenario.duration_s + 2
             for seed in range(1, scenario.clients + 1):
                 th = threading.Thread(
@@ -4255,6 +4421,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "audio": scenario.audio,
                         "pin": scenario.pins[(seed - 1) % 2],
                         "streams": scenario.streams,
+                        "cap": scenario.request_cap,
                     },
                     daemon=True,
                 )
@@ -4263,7 +4430,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             for inj in scenario.injections:
                 for i in range(inj.count):
                     timer = threading.Timer(
-                        inj.at_s,
+                        inj.at_s + scenario.lead_s,
                         _inject,
                         args=(lab, scenario.repo, inj, i, outcomes, t0),
                     )
@@ -4271,6 +4438,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                     timer.start()
                     timers.append(timer)
             bundle = Path(tmp) / scenario.name
+            time.sleep(max(0.0, t0 - time.monotonic()))  # the lead: the server runs first
             result = capture(
                 CaptureConfig(
                     out=bundle,
@@ -4279,7 +4447,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                     log=lab.log_path,
                     trace=lab.trace_path if file_trace else None,
                     duration_s=scenario.duration_s,
-                    interval_s=1.0,
+                    interval_s=scenario.interval_s,
                     log_from_start=scenario.log_from_start,
                     otlp_port=otlp_port,
                 )
@@ -4465,8 +4633,9 @@ Recorded by
   `{scenario.model_control}`), `--log-verbose {scenario.log_verbose}`,{_format_text(scenario)}
   {_trace_text(scenario)}, `--exit-timeout-secs 5`,
   server environment: {env}{_args_text(scenario)}.
-- Signals: `observability.bundle.capture` for {scenario.duration_s:g} s (1 s interval, the log
-  {_log_text(scenario)}), written with `write_archive` as `{ARCHIVE}` ({size:,} bytes);
+- Signals: `observability.bundle.capture` for {scenario.duration_s:g} s
+  ({scenario.interval_s:g} s interval, the log {_log_text(scenario)}), written with
+  `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
 - Load: {_count_text(scenario)} clients {_ids_text(scenario)}, each sending
   one request
@@ -4587,6 +4756,11 @@ def _start_text(scenario: Scenario) -> str:
         parts.append(f"{scenario.warmup} warm-up request(s) before the capture started")
     if scenario.load_delay_s:
         parts.append(f"the clients started {scenario.load_delay_s:g} s after the capture")
+    if scenario.lead_s:
+        parts.append(
+            f"the clients started {scenario.lead_s:g} s before the capture (at most "
+            f"{scenario.request_cap} requests each)"
+        )
     return "; " + "; ".join(parts) if parts else ""
 
 
