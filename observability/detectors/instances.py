@@ -126,6 +126,9 @@ class Instances:
     rejected: dict[str, list[Admitted]] = field(default_factory=dict)
     """Model -> requests Triton refused to queue (``PENDING to FAILED_ENQUEUE``: its queue
     was full, ``max_queue_size``), in time order."""
+    steps: frozenset[tuple[int, int]] = frozenset()
+    """``(prepared_ns, offset)`` of the ensembles' first steps (:func:`_first_steps`): no
+    model's BLS calls."""
     client_only: frozenset[str] = frozenset()
     """Models whose requests come from clients alone (``origins.py``: nine in ten or more
     of ten or more follow a frontend line): no model's BLS callees."""
@@ -190,8 +193,35 @@ def instances_of(window: Window) -> Instances:
     )
     inst = build_instances(records, window.until_ns, gone_ns(window))
     if not window.whole_seconds:  # there every line of a second is near a frontend line
-        inst.client_only = frozenset(mostly_clients(origins_of(window), records))
+        origin = origins_of(window)
+        inst.client_only = frozenset(mostly_clients(origin, records))
+    if inst.instanceless:
+        inst.steps = frozenset(_first_steps(records, inst.instanceless))
     return inst
+
+
+_FIRST_STEP_NS = 1_000_000
+"""An ensemble's first step is prepared microseconds after the ensemble's own request."""
+
+
+def _first_steps(records: Iterable[object], ensembles: frozenset[str]) -> set[tuple[int, int]]:
+    """``(prepared_ns, offset)`` of the requests prepared right after an ensemble's own
+    request, to another model: its first step, which the scheduler sends at once. Taken for
+    a BLS call of whatever batch was running then, it gave a stuck plain model a call it
+    never made (ops_enrich_hang_classify_growth). Later steps follow a step's release, where
+    busy logs put BLS calls too: the callee learning keeps its own guard for those."""
+    out: set[tuple[int, int]] = set()
+    last: tuple[int, str] | None = None
+    for r in records:
+        if not isinstance(r, ev.RequestPrepared):
+            continue
+        at = r.header.at_ns
+        if r.model in ensembles:
+            last = (at, r.model)
+        elif last is not None and at - last[0] <= _FIRST_STEP_NS:
+            out.add((at, r.header.offset))
+            last = None
+    return out
 
 
 def build_instances(

@@ -79,7 +79,8 @@ def last_call(window: Window, inst: Instances, stuck: list[Execution]) -> LastCa
         ((r, x) for x in inst.executions
          if x.end_ns is not None and x.end_ns > since and x.model != model
          and (called is None or x.model in called)
-         for r in x.requests if r.prepared_ns > since),
+         for r in x.requests
+         if r.prepared_ns > since and (r.prepared_ns, r.offset) not in inst.steps),
         key=lambda rx: rx[0].prepared_ns,
         reverse=True,
     )  # fmt: skip

@@ -340,7 +340,7 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
     five detectors ask, and each learning is a pass over every admitted request. Read-only."""
     admitted = sorted(
-        (r.prepared_ns, r.model)
+        (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps)
         for r in [
             *(r for e in inst.executions for r in e.requests),
             *(r for q in inst.queued.values() for r in q),
@@ -348,10 +348,10 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     )
     if not admitted:
         return {}
-    times = [t for t, _ in admitted]
+    times = [t for t, _, _ in admitted]
     span_s = max(1e-9, (times[-1] - times[0]) / 1e9)
     rate: dict[str, int] = {}
-    for _, model in admitted:
+    for _, model, _ in admitted:
         rate[model] = rate.get(model, 0) + 1
     # A model only clients call is nobody's BLS callee, however often its requests arrive
     # while another runs (xl_translate_hang: the gateway's clients kept arriving during the
@@ -381,7 +381,9 @@ def callees(inst: Instances) -> dict[str, set[str]]:
         at = seen.setdefault(e.model, {})
         here: set[str] = set()
         for i in range(lo, hi):
-            callee = admitted[i][1]
+            _, callee, step = admitted[i]
+            if step:
+                continue  # an ensemble's scheduler sent it (ops_enrich_hang_classify_growth)
             here.add(callee)
             at.setdefault(callee, set()).add(i)
         for m in here - {e.model}:
