@@ -129,7 +129,10 @@ class ColdStart:
             finding = self._check(load, after, served == 1, window.whole_seconds, before)
             if finding is not None:
                 finding = replace(finding, request_id=_request_at(records, load, after[0]))
-            elif not runs.get(load.model):
+            elif not runs.get(load.model) and load.model not in inst.instanceless:
+                # Not an ensemble (requests in the log, no instance of its own): its first
+                # requests waited on its steps, whose own first executions the log tells
+                # (ops_router_callback_classify_cold: the reload of its step reloaded it).
                 finding = self._from_metrics(window, load)
             known = worst.get(load.model)
             if finding is not None and (known is None or _secs(finding) > _secs(known)):
