@@ -66,6 +66,10 @@ class HungRequestDetector:
     deadlines: Mapping[str, float] = field(default_factory=dict)
     """Per-model deadlines that override the learned ones."""
     max_children_named: int = 5
+    released_min_s: float = 15.0
+    """A released batch held longer than this, and ``released_multiple`` deadlines, is a
+    hang that ended (a warning)."""
+    released_multiple: float = 3.0
     kind: str = "hung_request"
 
     @property
@@ -107,7 +111,82 @@ class HungRequestDetector:
             finding = self._finding(window, reqs, outer, waits_on, calls, waits, execution)
             out.append(finding)
         out += self._idless(window, reqs, waits, reported)
+        told = {f.model for f in out}
+        out += [f for f in self._released(window, waits) if f.model not in told]
         return out
+
+    def _released(self, window: Window, waits: Waits) -> list[Finding]:
+        """One warning per model for a batch it held far past its deadline and then
+        released: a hang that ended (ops_enrich_hang_released: 40 s on the only instance,
+        then the queue drained). Its callers waited or timed out, and nothing open is left
+        to tell it. Not a cold start, nor a batch that only waited on a callee's batch as
+        long (that one is the finding), nor one within ``released_min_s``."""
+        inst = waits.instances
+        calls = callees(inst)
+        done = [e for e in inst.executions if e.end_ns is not None and not e.died]
+        long: dict[str, list[Execution]] = {}
+        for e in done:
+            limit = max(self.released_min_s, self.released_multiple * waits.deadline_s(e.model))
+            if not e.first_after_load and e.age_s(window.until_ns) > limit:
+                long.setdefault(e.model, []).append(e)
+        held = [x for xs in long.values() for x in xs] + list(inst.open.values())
+        out = []
+        for model, batches in sorted(long.items()):
+            own = [
+                e
+                for e in batches
+                if not any(x.model in calls.get(model, ()) and _within(x, e) for x in held)
+            ]
+            if own:
+                out.append(self._released_finding(waits, model, own))
+        return out
+
+    def _released_finding(self, waits: Waits, model: str, batches: list[Execution]) -> Finding:
+        worst = max(batches, key=lambda e: (e.end_ns or 0) - e.start_ns)
+        assert worst.end_ns is not None
+        took = (worst.end_ns - worst.start_ns) / 1e9
+        deadline = waits.deadline_s(model)
+        queued = sum(
+            1
+            for e in waits.instances.executions
+            if e.model == model
+            for r in e.requests
+            if worst.start_ns < r.prepared_ns < worst.end_ns and e.start_ns >= worst.end_ns
+        )
+        summary = (
+            f"{model} held a batch for {took:.1f} s on {worst.instance} ({clock(worst.start_ns)} "
+            f"to {clock(worst.end_ns)}), past its {deadline:.3g} s deadline, and then released "
+            "it: a hang that ended"
+            + (f", {len(batches)} such batches in all" if len(batches) > 1 else "")
+            + (f"; {queued} request(s) admitted meanwhile ran only after it" if queued else "")
+            + ". Its callers waited that long, or timed out; deadline: "
+            + waits.explain(model)
+            + "."
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.WARNING,
+            model=model,
+            instance=worst.instance,
+            summary=summary,
+            advice=ADVICE,
+            first_seen_ns=worst.start_ns,
+            last_seen_ns=worst.end_ns,
+            evidence=(
+                Evidence(
+                    "log",
+                    worst.start_ns,
+                    log_ref(worst.offset),
+                    f"model {model}, instance {worst.instance}, executing {worst.count} requests",
+                ),
+                Evidence(
+                    "log",
+                    worst.end_ns,
+                    log_ref(worst.end_offset if worst.end_offset is not None else worst.offset),
+                    f"released {worst.count} requests {took:.1f} s later",
+                ),
+            ),
+        )
 
     def _hung(self, c: Lifecycle, now: int, waits: Waits, by_id: dict[str, Execution]) -> bool:
         if not c.open or c.executing_ns is None:
@@ -430,6 +509,12 @@ def _describe_group(
 def _distinct(calls: list[Call]) -> list[Call]:
     """Each open request once (several stuck batches may name the same possible call)."""
     return list({id(c.request): c for c in calls}.values())
+
+
+def _within(inner: Execution, outer: Execution) -> bool:
+    """Whether ``inner`` ran over ``outer`` up to its release (a callee's batch it waited on)."""
+    end = outer.end_ns or 0
+    return inner.start_ns <= end and (inner.end_ns is None or inner.end_ns >= end - 1_000_000_000)
 
 
 def _callback_raised(window: Window, model: str, stuck: list[Execution]) -> str:

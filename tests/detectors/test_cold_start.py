@@ -113,3 +113,11 @@ def test_from_metrics_the_caller_that_waited_gives_way_to_its_traced_child() -> 
     found = ColdStart().detect(window("xl_translate_cold_start_quiet"))
     assert [(f.model, f.evidence[1].source) for f in found] == [("xl_translate", "metrics")]
     assert "took 4.06 s on average" in found[0].summary
+
+
+def test_an_ensemble_reloaded_with_its_cold_step_is_not_a_cold_start() -> None:
+    """ops_router_callback_classify_cold: reloading ops_classify reloaded ops_ensemble too;
+    the ensemble's first request waited on its step's 4 s set-up, which the log tells on
+    ops_classify. /metrics alone would read the ensemble as cold."""
+    found = ColdStart().detect(window("ops_router_callback_classify_cold"))
+    assert [f.model for f in found] == ["ops_classify"]

@@ -78,3 +78,29 @@ def test_ids_a_client_reuses_and_a_client_side_chain() -> None:
     assert "waits on BLS call '16'" not in found["pt_embed"].summary
     assert "it waits on 2 BLS calls to pt_embed" in found["pt_rank"].summary
     assert not [f for f in analysis("pt_embed_hang").findings if f.kind == "bls_deadlock"]
+
+
+def test_a_hang_that_ended_is_a_warning_and_a_plain_model_gets_no_step_as_its_call() -> None:
+    """ops_enrich_hang_released: ops_enrich's only instance held one batch 40 s, then the
+    queue drained. Nothing is open at the end; the hang is still told, as a warning. In
+    ops_enrich_hang_classify_growth the ensemble's first steps (ops_classify, prepared
+    0.1 ms after the ensemble's own request) are no BLS calls of the stuck ops_enrich."""
+    from tests.foreign.parsed import analysis
+
+    (ended,) = [f for f in analysis("ops_enrich_hang_released").findings if f.severity.rank]
+    assert (ended.kind, ended.model, ended.severity) == (
+        "hung_request",
+        "ops_enrich",
+        Severity.WARNING,
+    )
+    assert "held a batch for 40.0 s on ops_enrich_0_0" in ended.summary
+    found = {
+        f.model: f
+        for f in analysis("ops_enrich_hang_classify_growth").findings
+        if f.kind == "hung_request"
+    }
+    assert "it makes no BLS calls" in found["ops_enrich"].summary
+    assert "it waits on a BLS call to ops_enrich" in found["ops_router"].summary
+    # A caller released by its own guard after waiting on a hung child: the child's finding.
+    img = [f for f in analysis("img_preprocess_hang").findings if f.kind == "hung_request"]
+    assert [f.model for f in img] == ["img_preprocess"]
