@@ -323,6 +323,22 @@ def _compute_ns(s: ev.ModelStats) -> int:
     return s.compute_input_ns + s.compute_infer_ns + s.compute_output_ns
 
 
+def _blind(window: Window) -> str:
+    """Why the metrics speak alone: no verbose log, or one that began after the stall did
+    (cap_doc_layout_hang_late: requests logged, none executing, the stuck batch's lines
+    written before the log's copy began)."""
+    if window.logs(ev.RequestPrepared):
+        return (
+            "The verbose log here begins after the stall did (no line of the batch that holds "
+            "the model is in it): a copy of the log from the server's start would name the "
+            "request and instance."
+        )
+    return (
+        "Seen from metrics only: Triton's verbose log (--log-verbose 1) would tell which "
+        "request and instance hold it."
+    )
+
+
 def _clock(at_ns: int) -> str:
     return datetime.fromtimestamp(at_ns / 1e9, tz=timezone.utc).strftime("%H:%M:%S")
 
@@ -421,8 +437,7 @@ class ModelStalled:
         summary = (
             f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
             f"of queued work with no execution, past its {deadline:.3g} s deadline ({why}). "
-            "Seen from metrics only: Triton's verbose log (--log-verbose 1) would tell which "
-            "request and instance hold it."
+            + _blind(window)
         )
         evidence = [
             Evidence(

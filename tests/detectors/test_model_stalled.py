@@ -498,3 +498,16 @@ def test_a_drain_that_never_goes_down_is_a_stall_and_one_that_drains_is_not() ->
     assert _detect([_drain(0, 5), _drain(1, 3), _drain(2, 1)]) == []
     assert _detect([_drain(0, 5), _drain(1, 5), _drain(2, 0)]) == []
     assert _detect([_drain(0, 5)]) == []  # one line says nothing of progress
+
+
+def test_a_log_that_begins_after_the_stall_is_not_called_missing() -> None:
+    """cap_doc_layout_hang_late: the capture's copy of a verbose log began 20 s into the
+    hang, so it holds requests but no line of the stuck batch; the finding says that, not
+    that the verbose log is off."""
+    found = [f for f in analysis("cap_doc_layout_hang_late").findings if f.kind == "model_stalled"]
+    assert {f.model for f in found} == {"doc_layout", "doc_router"}
+    assert all("begins after the stall did" in f.summary for f in found)
+    quiet = [
+        f for f in analysis("cap_doc_layout_hang_quiet_15s").findings if f.kind == "model_stalled"
+    ]
+    assert all("--log-verbose 1" in f.summary for f in quiet)
