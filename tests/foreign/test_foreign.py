@@ -48,50 +48,6 @@ GAPS: dict[str, str] = {
     "cannot tell one from an error response: both leave the same log",
     # Round 24 (PyTriton): see tests/fixtures/foreign/README.md, "Round 24".
     # Round 25 (ops, 75-90 s windows, several faults): see the README, "Round 25".
-    "ops_enrich_hang_classify_growth": "both faults found, but the hung_request finding on "
-    "ops_enrich gives it a BLS call it never made ('its last BLS call, to ops_classify, ran on "
-    "ops_classify_0_1 and was released: a decoupled child that never sends its final flag "
-    "...') where it should say 'it makes no BLS calls ... so its own execute is stuck': "
-    "ops_enrich is a plain python model (no InferenceRequest in it). The ops_classify "
-    "requests prepared while its batches run are ops_ensemble's first step and ops_router's "
-    "page calls, read by timing as ops_enrich's calls: after the hung batch began "
-    "(ops_enrich_0_0 executing 13:14:42.603076) the first is prepared at 42.613552, 0.1 ms "
-    "after a client's 'prepared ... model: ops_ensemble' at 42.613460, and ran on "
-    "ops_classify_0_1 (released 42.629669). An ensemble's step requests (ops_ensemble is "
-    "ops_classify -> ops_enrich, in its config) must not be taken for anyone's BLS calls, "
-    "and a model that is the ensemble's last step does not call its first",
-    "ops_router_callback_classify_cold": "both faults found, plus a false cold_start on "
-    "ops_ensemble ('The first executions of ops_ensemble (version 1) after it was (re)loaded "
-    "took 4.06 s ... the model does its set-up on the first requests', from /metrics). Triton "
-    "reloads an ensemble after its reloaded step (model_lifecycle 'loading: ops_ensemble:1' "
-    "13:17:02.034256, right after 'successfully loaded ops_classify'), and the ensemble's "
-    "first request waited on ops_classify's cold instances (ops_classify_0_1 executing "
-    "13:17:02.390703, released 13:17:06.431670: 4.04 s). An ensemble has no set-up of its "
-    "own: cold_start must give its finding to the step whose first execute was slow (the "
-    "ensemble's config names its steps), as a traced caller already gives way to its callee",
-    "ops_healthy_burst": "a warning for an 8 s burst that was absorbed: instance_saturation "
-    "on ops_enrich ('The only instance ... was busy for 8.3 s while its queue grew from 0 to "
-    "3 requests ... cannot keep up with its callers'). What happened: 10 more clients from "
-    "30 s to 38 s took the front doors from about 6 to 45 requests a second; ops_enrich "
-    "(20 ms a call, one instance) was busy from 13:19:58.39 to 13:20:07.08 with 0 to 3 "
-    "queued (ops_router's two instances waiting on it held 6 to 10 more in ops_router's "
-    "queue), and both queues were empty at the first scrape after the burst; all 783 client "
-    "requests succeeded (the burst's 327 at p50 0.20 s, max 0.52 s; the background's 456, "
-    "max 0.48 s, against a 10 s timeout). A stretch that lasts as long as the load surge "
-    "behind it, drains at once and costs no error is an info (capacity headroom), not a "
-    "warning: instance_saturation would need the queue to keep growing past the surge, or "
-    "a longer stretch (several times its minimum), or requests lost, to warn",
-    "ops_enrich_hang_released": "nothing reported for a 40 s hang that ended: ops_enrich_0_0 "
-    "'executing 1 requests' 13:18:10.441116, released 13:18:50.462472 (40.0 s; its p99 is "
-    "about 25 ms), the only instance, so /metrics shows nv_inference_exec_count{ops_enrich} "
-    "flat at 124 from 13:18:11 to 13:18:50 while its pending gauge rose 4 -> 26, then "
-    "drained to 0 by 13:18:51 (28 releases in a second); 12 ops_ensemble clients timed out "
-    "and ops_router logged 12 'ops_enrich gave no answer within 1 s' warnings. "
-    "model_stalled.ended_stalls finds the stall but model_stalled defers every model with "
-    "verbose-log instance lines to the log-based detectors (logged_models), and hung_request "
-    "reports only batches still executing at the window's end. Either hung_request must "
-    "report a batch released long past its deadline (a warning: it ended), or model_stalled "
-    "must not defer an ended stall that no log-based detector reports",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
