@@ -111,16 +111,17 @@ class HungRequestDetector:
             finding = self._finding(window, reqs, outer, waits_on, calls, waits, execution)
             out.append(finding)
         out += self._idless(window, reqs, waits, reported)
-        told = {f.model for f in out}
-        out += [f for f in self._released(window, waits) if f.model not in told]
-        return out
+        # A hang that ended is told when none is open: beside one that is, it is most
+        # likely a caller the open one held for a while, and the open one is the page.
+        return out or self._released(window, waits)
 
     def _released(self, window: Window, waits: Waits) -> list[Finding]:
         """One warning per model for a batch it held far past its deadline and then
         released: a hang that ended (ops_enrich_hang_released: 40 s on the only instance,
         then the queue drained). Its callers waited or timed out, and nothing open is left
         to tell it. Not a cold start, nor a batch that only waited on a callee's batch as
-        long (that one is the finding), nor one within ``released_min_s``."""
+        long (that one is the finding), nor one within ``released_min_s``; only when no hang
+        is open (see ``detect``)."""
         inst = waits.instances
         calls = callees(inst)
         done = [e for e in inst.executions if e.end_ns is not None and not e.died]
