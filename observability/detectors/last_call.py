@@ -21,6 +21,7 @@ from statistics import median
 
 from observability import events as ev
 from observability.detectors.instances import Admitted, Execution, Instances
+from observability.detectors.streams import decoupled_models
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
 
@@ -90,8 +91,8 @@ def last_call(window: Window, inst: Instances, stuck: list[Execution]) -> LastCa
     # A call to a decoupled model is released when its execute returns, its responses
     # still to come; a plain call released was answered. The batch waits on the former
     # (gen_llm_stall_bls: gen_bls's call to gen_llm, then four answered postprocessing calls).
-    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled}
-    best = next((rx for rx in mine if rx[1].model in decoupled), mine[0] if mine else None)
+    decoupled = decoupled_models(window)
+    best = next((rx for rx in mine if decoupled.get(rx[1].model)), mine[0] if mine else None)
     if best is None:
         return None
     request, execution = best

@@ -29,7 +29,7 @@ client saw the freeze). The library's witness wins for a model it reports on.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -39,10 +39,10 @@ from observability.detectors.deadlines import DeadlinePolicy, p99
 from observability.detectors.instances import Execution, instances_of
 from observability.detectors.origins import CLIENT, STEP
 from observability.detectors.requests import log_ref
-from observability.detectors.streams import LogStream, log_streams
+from observability.detectors.streams import LogStream, decoupled_models, log_streams
 from observability.detectors.target_down import gone_ns
 from observability.detectors.waits import origins_of
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 from observability.findings import Evidence, Finding, Severity
 
 __all__ = ["MARKER", "STALLED_LINE", "StreamStalled"]
@@ -413,20 +413,9 @@ def _recharged(window: Window, streams: list[LogStream]) -> list[LogStream]:
     models = {s.model for s in streams if s.model}
     if len(models) != 2:
         return streams
-    inst = instances_of(window)
-    starts: dict[str, list[Execution]] = {}
-    for e in inst.executions:
-        if e.model in models:
-            starts.setdefault(e.model, []).append(e)
-    for batches in starts.values():
-        batches.sort(key=lambda e: e.start_ns)
 
     def batch_of(s: LogStream) -> Execution | None:
-        batches = starts.get(s.model, [])
-        i = bisect_left([e.start_ns for e in batches], s.opened_ns)
-        if i < len(batches) and batches[i].start_ns - s.opened_ns <= _SAME_REQUEST_NS:
-            return batches[i]
-        return None
+        return next(iter(_batches_after_read(window, s)), None)
 
     inside = {
         m
@@ -441,6 +430,28 @@ def _recharged(window: Window, streams: list[LogStream]) -> list[LogStream]:
             (other,) = models - {s.model}
             s = replace(s, model=other, charged_from=s.model)
         out.append(s)
+    return out
+
+
+def _batches_after_read(window: Window, stream: LogStream) -> list[Execution]:
+    """The batches of the stream's model begun within ``_SAME_REQUEST_NS`` after its read,
+    oldest first: the first is its request's, when its model executes it."""
+    starts, batches = _batches_by_start(window).get(stream.model, ([], []))
+    lo = bisect_left(starts, stream.opened_ns)
+    hi = bisect_right(starts, stream.opened_ns + _SAME_REQUEST_NS)
+    return batches[lo:hi]
+
+
+@per_window
+def _batches_by_start(window: Window) -> dict[str, tuple[list[int], list[Execution]]]:
+    """Model -> its batches' starts and the batches, in start order, read once per window."""
+    by_model: dict[str, list[Execution]] = {}
+    for e in instances_of(window).executions:
+        by_model.setdefault(e.model, []).append(e)
+    out = {}
+    for model, batches in by_model.items():
+        batches.sort(key=lambda e: e.start_ns)
+        out[model] = ([e.start_ns for e in batches], batches)
     return out
 
 
@@ -468,13 +479,15 @@ def _ensemble_step(window: Window, stream: LogStream) -> str:
     (gen_llm_stall: gen_llm, between gen_preprocessing and gen_postprocessing)."""
     if stream.model not in instances_of(window).instanceless:
         return ""
-    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled} - {stream.model}
+    decoupled = decoupled_models(window)
     origin = origins_of(window)
     steps = sorted(
         {
             r.model
             for r in window.logs(ev.RequestPrepared)
-            if r.model in decoupled and origin.get((r.header.at_ns, r.header.offset)) == STEP
+            if decoupled.get(r.model)
+            and r.model != stream.model
+            and origin.get((r.header.at_ns, r.header.offset)) == STEP
         }
     )
     if not steps:
@@ -493,21 +506,16 @@ def _held_by(window: Window, stream: LogStream) -> str:
     batch is still executing, and the stream's source is the decoupled call that batch made
     before its last response (gen_llm_stall_bls: gen_bls's call to gen_llm, released as
     soon as gen_llm's execute returned). A clause naming both, or ``""``."""
-    inst = instances_of(window)
-    batches = [
-        e
-        for e in inst.open.values()
-        if e.model == stream.model
-        and stream.opened_ns <= e.start_ns <= stream.opened_ns + _SAME_REQUEST_NS
-    ]
+    running = {id(e) for e in instances_of(window).open.values()}
+    batches = [e for e in _batches_after_read(window, stream) if id(e) in running]
     if len(batches) != 1:
         return ""
     batch = batches[0]
-    decoupled = {c.model for c in window.logs(ev.ModelConfig) if c.decoupled}
+    decoupled = decoupled_models(window)
     made = [
         r
-        for x in inst.executions
-        if x.model in decoupled and x.model != stream.model
+        for x in instances_of(window).executions
+        if decoupled.get(x.model) and x.model != stream.model
         for r in x.requests
         if batch.start_ns <= r.prepared_ns <= stream.last_ns
     ]
@@ -536,14 +544,14 @@ def _fate(window: Window, call: ev.RequestPrepared) -> str:
     if x.end_ns is None:
         return f"and is still executing on {x.instance}: the stream waits on it"
     released = f"and was released {(x.end_ns - call.header.at_ns) / 1e6:.1f} ms later"
-    configs = [c for c in window.logs(ev.ModelConfig) if c.model == x.model]
-    if not configs:  # no config line in the window: either may be the cause
+    decoupled = decoupled_models(window).get(x.model)
+    if decoupled is None:  # no config line in the window: either may be the cause
         return (
             f"{released}; nothing of the stream followed: its own code stopped after that "
             f"call (an exception swallowed in the thread that sends, a wait on something "
             f"else), or {x.model}, if decoupled, stopped sending without its final flag"
         )
-    if configs[-1].decoupled:
+    if decoupled:
         return (
             f"{released}, as a decoupled model's request is when its execute returns; "
             f"nothing of the stream followed: {x.model}'s responses may have stopped without "

@@ -75,8 +75,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from observability import events as ev
+from observability.detectors.window import Window, per_window
 
-__all__ = ["LogStream", "log_streams"]
+__all__ = ["LogStream", "decoupled_models", "log_streams"]
+
+
+@per_window
+def decoupled_models(window: Window) -> dict[str, bool]:
+    """Model -> whether its config, as the python backend logged it at load (the last one in
+    the window), is decoupled: a decoupled request is released when ``execute`` returns, its
+    responses still to come, so a released call of it may still be what a caller waits on."""
+    return {c.model: c.decoupled for c in window.logs(ev.ModelConfig)}
+
 
 _PAIR_NS = 20_000_000
 """A stream read and the ``prepared:`` line of its request are microseconds apart."""
