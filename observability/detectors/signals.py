@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from observability import events as ev
 from observability.catalogue import CATALOGUE, SIGNALS
+from observability.detectors.target_down import refused
 from observability.detectors.window import Window
 
 __all__ = ["PRESENT", "Coverage", "Signal", "coverage"]
@@ -139,19 +140,14 @@ def _metrics(up: dict[str, int]) -> Signal:
 def _stats(window: Window, up: dict[str, int]) -> Signal:
     if up.get("stats") or window.model_stats:
         return Signal("stats", PRESENT, f"{len(window.model_stats)} model statistics")
-    refused = next(
-        (
-            s.error
-            for s in window.scrapes
-            if s.target.startswith("stats") and "HTTP Error 40" in s.error
-        ),
-        None,
+    answer = next(
+        (s.error for s in window.scrapes if s.target.startswith("stats") and refused(s)), None
     )
-    if refused is not None:
+    if answer is not None:
         return Signal(
             "stats",
             MISSING,
-            f"/v2/models/stats refused every scrape ({refused}): the endpoint wants a token "
+            f"/v2/models/stats refused every scrape ({answer}): the endpoint wants a token "
             "(PyTriton's default security, or an auth proxy), so a second witness is missing",
         )
     return Signal("stats", MISSING, "No /v2/models/stats snapshot: a second witness is missing")

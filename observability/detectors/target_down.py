@@ -32,7 +32,7 @@ from observability.detectors.crashes import Crash, crashes
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["Outage", "TargetDown", "gone_ns", "outages"]
+__all__ = ["Outage", "TargetDown", "gone_ns", "outages", "refused"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,13 @@ class Outage:
 
 
 _REFUSED = re.compile(r"\bHTTP Error (401|403|404)\b")
-"""A scrape Triton answered with a refusal: PyTriton's default security guards
-/v2/models/stats with a token, and the capture got 403 on each (pt_healthy_guarded)."""
+
+
+def refused(scrape: ev.ScrapeStatus) -> bool:
+    """A scrape Triton answered with a refusal, not one that did not reach it: PyTriton's
+    default security guards /v2/models/stats with a token, and the capture got 403 on each
+    (pt_healthy_guarded)."""
+    return not scrape.up and _REFUSED.search(scrape.error) is not None
 
 
 def outages(scrapes: Iterable[ev.ScrapeStatus]) -> list[Outage]:
@@ -70,7 +75,7 @@ def outages(scrapes: Iterable[ev.ScrapeStatus]) -> list[Outage]:
         )
 
     for scrape in sorted(scrapes, key=lambda s: s.at_ns):
-        if not scrape.up and _REFUSED.search(scrape.error):
+        if refused(scrape):
             continue  # the server answered: it refuses us (a token it wants), it is not down
         if not scrape.up:
             runs.setdefault(scrape.target, []).append(scrape)
