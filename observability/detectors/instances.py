@@ -211,16 +211,16 @@ def _first_steps(records: Iterable[object], ensembles: frozenset[str]) -> set[tu
     never made (ops_enrich_hang_classify_growth). Later steps follow a step's release, where
     busy logs put BLS calls too: the callee learning keeps its own guard for those."""
     out: set[tuple[int, int]] = set()
-    last: tuple[int, str] | None = None
+    scheduled: int | None = None  # the last ensemble request still without its first step
     for r in records:
         if not isinstance(r, ev.RequestPrepared):
             continue
         at = r.header.at_ns
         if r.model in ensembles:
-            last = (at, r.model)
-        elif last is not None and at - last[0] <= _FIRST_STEP_NS:
+            scheduled = at
+        elif scheduled is not None and at - scheduled <= _FIRST_STEP_NS:
             out.add((at, r.header.offset))
-            last = None
+            scheduled = None
     return out
 
 

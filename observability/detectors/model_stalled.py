@@ -108,14 +108,8 @@ def _series(rows: Iterable[tuple[str, int, ev.MetricSample]]) -> dict[tuple[str,
 
 def _last_change(points: Sequence[tuple[int, float]], until_ns: int) -> tuple[int | None, bool]:
     """The last instant (at or before ``until_ns``) at which a counter grew or was reset."""
-    last: int | None = None
-    reset = False
-    for (_, prev), (at, cur) in pairwise(points):
-        if at > until_ns:
-            break
-        if cur < prev or counter_increase(prev, cur) > 0:
-            last, reset = at, cur < prev
-    return last, reset
+    before = [change for change in _changes(points) if change[0] <= until_ns]
+    return before[-1] if before else (None, False)
 
 
 def _stats_series(stats: Iterable[ev.ModelStats]) -> dict[str, Points]:

@@ -62,11 +62,7 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     second pass keeps such lines from the models clients hardly ever called in the first."""
     records = list(records)
     first = _origins(records, frozenset())
-    prepared = [
-        (r.model, (r.header.at_ns, r.header.offset))
-        for r in records
-        if isinstance(r, ev.RequestPrepared)
-    ]
+    prepared = _prepared(records)
     sent = shares(first, prepared, CLIENT)
     internal = frozenset(
         m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
@@ -97,13 +93,17 @@ def mostly_clients(origin: Mapping[tuple[int, int], str], records: Iterable[obje
     request's origin can be wrong (a frontend line goes to the next ``prepared:`` line,
     which a BLS call admitted in between can take: the demo's detector calls read as
     clients' under load); a model's share of them is not."""
-    prepared = [
+    sent = shares(origin, _prepared(records), CLIENT)
+    return {m for m, (k, n) in sent.items() if n >= 10 and k >= _CLIENTS_ONLY * n}
+
+
+def _prepared(records: Iterable[object]) -> list[tuple[str, tuple[int, int]]]:
+    """``(model, (at_ns, offset))`` of every ``prepared:`` line: the keys ``origins`` gives."""
+    return [
         (r.model, (r.header.at_ns, r.header.offset))
         for r in records
         if isinstance(r, ev.RequestPrepared)
     ]
-    sent = shares(origin, prepared, CLIENT)
-    return {m for m, (k, n) in sent.items() if n >= 10 and k >= _CLIENTS_ONLY * n}
 
 
 def mostly_steps(share: Mapping[str, tuple[int, int]]) -> set[str]:
