@@ -142,21 +142,7 @@ class ColdStart:
         # From /metrics a finding spans the load to the scrape, which says nothing of who
         # waited on whom: the traces' calls do (xl_translate_cold_start_quiet).
         calls = traced_callees(window)
-        return [
-            f
-            for f in found
-            if not any(
-                g is not f
-                and (
-                    _from_scrapes(f) and _from_scrapes(g)
-                    and g.model in calls.get(f.model or "", ())
-                    and g.last_seen_ns <= f.last_seen_ns
-                    if _from_scrapes(f) or _from_scrapes(g)
-                    else _within(g, f)
-                )
-                for g in found
-            )
-        ]  # fmt: skip
+        return [f for f in found if not any(_waited_on(f, g, calls) for g in found if g is not f)]
 
     def _overlapping(self, load: Load, after: list[Execution]) -> int:
         """How many batches began within ``switch_s`` of a logged load: any of them may
@@ -391,6 +377,20 @@ def _unlogged_loads(stats: list[ev.ModelStats], logged: set[str]) -> list[Load]:
         for m, s in last_zero.items()
         if m in ran
     ]
+
+
+def _waited_on(caller: Finding, child: Finding, calls: dict[str, set[str]]) -> bool:
+    """Whether ``caller``'s slow first executions are only its wait on ``child``'s: from the
+    log, the child's ran within the caller's; from /metrics (both), a traced call of the
+    caller's went to the child, whose slow interval came no later."""
+    if not (_from_scrapes(caller) or _from_scrapes(child)):
+        return _within(child, caller)
+    return (
+        _from_scrapes(caller)
+        and _from_scrapes(child)
+        and child.model in calls.get(caller.model or "", ())
+        and child.last_seen_ns <= caller.last_seen_ns
+    )
 
 
 def _from_scrapes(finding: Finding) -> bool:
