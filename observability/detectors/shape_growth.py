@@ -313,12 +313,13 @@ def _relayed_by(model: str, passed: list[tuple[str, str]]) -> str:
         who = ", ".join(f"{caller} as {output}" for caller, output in others)
         text.append(
             f"Relayed by: {who} (each of those responses follows one of {model}'s of the "
-            "same size within 100 ms: a caller returning what its BLS call answered grows "
-            f"with it and keeps no state of its own, so the leak is {model}'s)."
+            f"same size within {_RELAY_NS // 1_000_000} ms: a caller returning what its BLS "
+            f"call answered grows with it and keeps no state of its own, so the leak is {model}'s)."
         )
     if copies:
         text.append(
-            f"The same sizes come back as {', '.join(copies)} within 100 ms of each of its "
+            f"The same sizes come back as {', '.join(copies)} within "
+            f"{_RELAY_NS // 1_000_000} ms of each of its "
             "responses: a copy of this output (an ensemble's output mapped from it), not a "
             "second leak."
         )
