@@ -61,16 +61,17 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     the line of a client's doc_router request 0.2 ms later, which then read as a call). A
     second pass keeps such lines from the models clients hardly ever called in the first."""
     records = list(records)
-    first = _origins(records, frozenset())
+    releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
+    first = _origins(records, frozenset(), releases)
     prepared = _prepared(records)
     sent = shares(first, prepared, CLIENT)
     internal = frozenset(
         m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
     )  # a model no frontend line went to has nothing to take back: no second pass for it
-    found = _origins(records, internal) if internal else first
+    found = _origins(records, internal, releases) if internal else first
     # Whole-second times (Window.whole_seconds) put every line of a second near a release:
     # nearness says nothing there, so no model's share of it does either.
-    return found if whole_seconds else _steps_by_model(records, found, prepared)
+    return found if whole_seconds else _steps_by_model(releases, found, prepared)
 
 
 def shares(
@@ -112,7 +113,7 @@ def mostly_steps(share: Mapping[str, tuple[int, int]]) -> set[str]:
 
 
 def _steps_by_model(
-    records: list[object],
+    releases: list[int],
     found: dict[tuple[int, int], str],
     prepared: list[tuple[str, tuple[int, int]]],
 ) -> dict[tuple[int, int], str]:
@@ -127,7 +128,6 @@ def _steps_by_model(
     calls = {m for m, (k, n) in share.items() if n >= 10 and k < _CLIENT_SHARE * n}
     if not steps and not calls:
         return found
-    releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
     out = dict(found)
     for model, key in prepared:
         if model in calls and out.get(key) == STEP:
@@ -153,9 +153,11 @@ _CLIENT_SHARE = 0.1
 its share comes from model-less frontend lines its BLS calls took."""
 
 
-def _origins(records: list[object], internal: frozenset[str]) -> dict[tuple[int, int], str]:
-    """``origins`` with model-less frontend lines kept from ``internal`` models' requests."""
-    releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
+def _origins(
+    records: list[object], internal: frozenset[str], releases: list[int]
+) -> dict[tuple[int, int], str]:
+    """``origins`` with model-less frontend lines kept from ``internal`` models' requests;
+    ``releases``: the times of the records' release lines, in order."""
     executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
     out: dict[tuple[int, int], str] = {}
     tokens: list[tuple[int, str]] = []  # unconsumed frontend lines: (at, model or "")
