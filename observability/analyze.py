@@ -54,11 +54,12 @@ def analyze_store(
     since_ns: int,
     until_ns: int,
     clock_offset_ns: int | None = None,
+    log_read: bool = False,
     **settings: object,
 ) -> AnalysisResult:
-    window = Window(
-        since_ns=since_ns, until_ns=until_ns, store=store, clock_offset_ns=clock_offset_ns
-    )
+    """``log_read``: the store's log records are all a log said (an ingested bundle's log,
+    even an empty one), not a sign that no log was read (see ``Window.log_read``)."""
+    window = Window(since_ns, until_ns, store, clock_offset_ns=clock_offset_ns, log_read=log_read)
     return _result(window, [], **settings)
 
 
@@ -107,7 +108,8 @@ def _analyze(
             since, until = _bounds(meta.started_at, meta.ended_at, span)
             if since is None or until is None:
                 return AnalysisResult([], [*report.notes, "the bundle holds no signals"])
-            result = analyze_store(store, since, until, meta.epoch_minus_monotonic_ns, **settings)
+            offset, read = meta.epoch_minus_monotonic_ns, bundle.log is not None
+            result = analyze_store(store, since, until, offset, read, **settings)
         result.notes = report.notes
         return result
     parsed = parse_bundle(bundle, log_format)
@@ -123,6 +125,8 @@ class ParsedBundle:
     notes: list[str]
     untimed: bool
     """Gathered files whose snapshots say nothing of when the capture ended."""
+    log_read: bool = False
+    """The bundle had a log, perhaps an empty one (``Window.log_read``)."""
 
 
 def parse_bundle(bundle: Bundle, log_format: str | None = None) -> ParsedBundle:
@@ -130,7 +134,8 @@ def parse_bundle(bundle: Bundle, log_format: str | None = None) -> ParsedBundle:
     events = [
         e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
     ]
-    return ParsedBundle(bundle.meta, events, report.notes, _untimed_loose(bundle))
+    untimed, read = _untimed_loose(bundle), bundle.log is not None
+    return ParsedBundle(bundle.meta, events, report.notes, untimed, read)
 
 
 def analyze_events(parsed: ParsedBundle, **settings: object) -> AnalysisResult:
@@ -146,9 +151,8 @@ def analyze_events(parsed: ParsedBundle, **settings: object) -> AnalysisResult:
     since, until = _bounds(meta.started_at, meta.ended_at, span)
     if since is None or until is None:
         return AnalysisResult([], [*parsed.notes, "the bundle holds no signals"])
-    window = Window(
-        since_ns=since, until_ns=until, events=events, clock_offset_ns=meta.epoch_minus_monotonic_ns
-    )
+    offset, read = meta.epoch_minus_monotonic_ns, parsed.log_read
+    window = Window(since, until, events=events, clock_offset_ns=offset, log_read=read)
     return _result(window, list(parsed.notes), **settings)
 
 

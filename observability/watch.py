@@ -77,6 +77,7 @@ class Watcher:
         # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
         self.detectors = default_detectors(**cfg.settings)  # type: ignore[arg-type]
         self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s, cfg.max_records)
+        self.live.log_read = cfg.collect.log is not None
         self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}
         self.passes = 0

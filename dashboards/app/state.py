@@ -98,7 +98,8 @@ def cached_now(
     from observability.detectors import Window
 
     with Store(store, readonly=True) as db:
-        window = Window(since_ns, until_ns, store=db, clock_offset_ns=clock_offset_ns)
+        read = db.latest_log_ns() is not None  # a quiet log read before the window
+        window = Window(since_ns, until_ns, db, clock_offset_ns=clock_offset_ns, log_read=read)
         return coverage(window), in_flight(window)
 
 

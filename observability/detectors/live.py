@@ -99,6 +99,8 @@ class LiveWindow:
         """A bound on memory whatever the load (~0.4 KiB a record); oldest dropped beyond."""
         self.stats = LiveStats()
         self.primed = False
+        self.log_read = False
+        """A log is tailed into this window (``Window.log_read``)."""
         self._lock = threading.Lock()
         self._incoming: list[tuple[tuple[object, ...], int, object]] = []
         self._kept: dict[tuple[object, ...], tuple[int, object]] = {}
@@ -160,6 +162,7 @@ class LiveWindow:
             since_ns=min(since, now_ns - self.evidence_ns),
             until_ns=now_ns,
             events=[event for _, event in rows],
+            log_read=self.log_read,
         )
 
     def _evict(self, now_ns: int) -> None:

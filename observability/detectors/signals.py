@@ -78,8 +78,8 @@ def coverage(window: Window) -> Coverage:
     up = _scraped(window)
     traffic = _traffic(window)
     signals = (
-        _log(logs),
-        _verbose(logs, traffic),
+        _log(logs, window.log_read),
+        _verbose(logs, traffic, window.log_read),
         _metrics(up),
         _stats(window, up),
         _library(window, logs),
@@ -92,17 +92,19 @@ def coverage(window: Window) -> Coverage:
     return Coverage(signals, blind)
 
 
-def _log(logs: list[object]) -> Signal:
+def _log(logs: list[object], read: bool) -> Signal:
     if logs:
         return Signal("log", PRESENT, f"{len(logs)} log records")
+    if read:
+        return Signal("log", PRESENT, "the log was read and Triton wrote nothing in the window")
     return Signal("log", MISSING, f"No log was read: {SIGNALS['log']} is missing")
 
 
-def _verbose(logs: list[object], traffic: bool) -> Signal:
+def _verbose(logs: list[object], traffic: bool, read: bool) -> Signal:
     lines = sum(1 for r in logs if isinstance(r, _VERBOSE))
     if lines:
         return Signal("verbose_log", PRESENT, f"{lines} request and instance lines")
-    if not logs:
+    if not logs and not read:
         why = "no log was read"
     elif traffic:
         why = "requests were served but the log has no request or instance line: is Triton "

@@ -41,6 +41,10 @@ class Window:
     """Used instead of a store (tests, in-memory pipelines)."""
     clock_offset_ns: int | None = None
     """``epoch - monotonic`` of the Triton host: turns trace-file timestamps into epoch."""
+    log_read: bool = False
+    """A log was read for this window (a bundle's ``triton.log``, the file ``watch`` tails),
+    even where it holds no line of it: below ``--log-verbose 1`` a serving Triton writes
+    nothing until something goes wrong, so its silence is a signal, not a missing one."""
 
     # -- log ---------------------------------------------------------------------------
     @cached_property

@@ -6,6 +6,8 @@ lines removed; a live Triton without the verbose log is in test_model_stalled.py
 
 from __future__ import annotations
 
+import dataclasses
+
 from observability import events as ev
 from observability.detectors import Window
 from observability.detectors.signals import coverage
@@ -87,6 +89,27 @@ def test_with_no_log_and_no_scrape_nothing_is_claimed(faulty_run: RecordedRun) -
     cov = coverage(Window(faulty_run.since_ns, faulty_run.until_ns, events=only_spans))
     assert cov.state("metrics") == "missing" and cov.state("log") == "missing"
     assert {"hung_request", "model_stalled", "target_down", "callback_error"} <= set(cov.blind)
+
+
+def test_a_quiet_log_read_is_a_log_not_a_missing_one() -> None:
+    """A real capture taken under load of a Triton at --log-verbose 0 (cap_..._late_15s): its
+    triton.log was read and is empty, as such a Triton writes nothing while nothing breaks.
+    Stub tracebacks, load errors and crashes would have been written: those kinds are seen.
+    The same events with no log read: every log-based kind is blind."""
+    from tests.foreign.parsed import analysis, window
+
+    name = "cap_doc_layout_hang_quiet_late_15s"
+    cov = analysis(name).coverage
+    assert cov is not None and cov.state("log") == "present"
+    # Nothing completed in the window (the stall) and no request arrived: whether the log
+    # would have had request lines cannot be told.
+    assert cov.state("verbose_log") == "idle"
+    assert not any("No log was read" in line for line in cov.lines())
+    for kind in ("callback_error", "ensemble_fanout", "model_load_failed", "stub_unhealthy"):
+        assert kind not in cov.blind
+    unread = dataclasses.replace(window(name), log_read=False)
+    assert unread.logs() == []
+    assert {"callback_error", "ensemble_fanout"} <= set(coverage(unread).blind)
 
 
 def test_an_idle_window_is_not_called_blind() -> None:

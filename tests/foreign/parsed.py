@@ -132,7 +132,8 @@ def window(name: str) -> Window:
     span = _event_range(p.events, p.meta.epoch_minus_monotonic_ns)
     since, until = _bounds(p.meta.started_at, p.meta.ended_at, span)
     assert since is not None and until is not None, name
-    return Window(since, until, events=p.events, clock_offset_ns=p.meta.epoch_minus_monotonic_ns)
+    offset = p.meta.epoch_minus_monotonic_ns
+    return Window(since, until, events=p.events, clock_offset_ns=offset, log_read=p.log_read)
 
 
 def log_window(name: str) -> Window:
