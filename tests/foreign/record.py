@@ -7,7 +7,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``, ``repos/gen``, ``repos/ops``:
+``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -22,7 +22,9 @@ no trace file, the spans Triton posts over OTLP/HTTP land in the bundle's ``otlp
 ensemble and BLS model, over gRPC streams or, where a scenario says so
 (``Scenario.streams``), HTTP ``generate_stream``. The ``ops`` scenarios run 75 to 90 s
 windows with more than one fault and a changing load (clients joining and leaving as
-``repeat_s`` injections); their clients alternate a BLS router and an ensemble. Each
+``repeat_s`` injections); their clients alternate a BLS router and an ensemble. The ``bg``
+clients open one gRPC stream per request to two decoupled models that answer from
+background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in turn). Each
 scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -112,7 +114,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen`` or ``ops``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops`` or ``bg``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -3511,6 +3513,202 @@ _OPS = (
     ),
 )
 
+_BG_PIPELINE = (
+    "a chunked-search and live-captioning repository whose decoupled front doors answer from "
+    "background threads after execute returned None (bg_stream: python, decoupled, 1 "
+    "instance, no batching, each request's response sender handed to a ThreadPoolExecutor of "
+    "4 workers; the worker makes one BLS exec() to bg_embed per chunk from the worker thread "
+    "and sends one HITS [4] + SCORE [1] response per chunk, 3 to 6, 25 ms apart, then the "
+    "final flag; bg_caption: python, decoupled, 1 instance, no batching, one daemon "
+    "threading.Thread per request as Triton's repeat_int32 example, one BLS exec() to "
+    "bg_embed from the thread, then 3 to 8 WORD [1] responses 30 ms apart and the final "
+    "flag; bg_embed: python, dynamic batching up to 8 (2 ms), 2 instances; children without "
+    "ids and without trace)"
+)
+_BG_GRPC = "three id-less gRPC streaming clients alternating bg_stream and bg_caption"
+
+
+def _bg(model: str, count: int, params: Mapping[str, str | int | float], what: str) -> Injection:
+    return Injection(5, count, {"bg_model": model, **params}, 60, what)
+
+
+_BG_DIES = _bg(
+    "bg_caption",
+    1,
+    {"bg_die_after": 2},
+    "one bg_caption stream whose thread raises RuntimeError after 2 words (no final flag)",
+)
+
+_BG_DIES_NOTE = (
+    "The thread's exception is the cause and the only server-side trace of it: Python's "
+    "threading.excepthook prints `Exception in thread Thread-16 (_caption):` and the "
+    "traceback (frames in bg_caption/1/model.py, `RuntimeError: bg_caption: decoder lost its "
+    "beam at word 2`) on the stub's stderr, which lands in Triton's log without a prefix, at "
+    "any verbosity. The client's stream stops after 2 words and never ends. A user must hear "
+    "both: the stalled stream (`stream_stalled` on bg_caption, from the verbose stream lines) "
+    "and the exception that swallowed its response (`callback_error` on bg_caption naming "
+    "RuntimeError: the catalogue's 'an exception in an asyncio callback or task swallowed "
+    "the response', here in a worker thread, which Python prints the same way). bg_stream "
+    "and bg_embed did nothing wrong (`absent`)."
+)
+_BG_QUIET_NOTE = (
+    "At --log-verbose 0 the stream leaves no line, and the counters cannot show it: a "
+    "decoupled python model's nv_inference_count and request_success move when execute "
+    "returns (the stalled request counted as a success at once). The traceback, printed "
+    "whatever the verbosity, is the one witness: `callback_error` on bg_caption naming "
+    "RuntimeError."
+)
+_BG_STREAM_NOTE = (
+    "The client's stream stops without the final flag and never ends (the client waits up "
+    "to 60 s, past the window); nothing is printed. bg_stream's single instance is not held "
+    "(its execute returned): everything else is served. `stream_stalled` on bg_stream; "
+    "bg_caption and bg_embed are not at fault (`absent`)."
+)
+_BG_POOL_NOTE = (
+    "Triton sees bg_stream's execute return within a millisecond for every request; its "
+    "instance and queue look idle. But its pool's 4 workers are all held by the slow streams "
+    "(one response each, then silence), so every bg_stream request after 5 s is queued "
+    "inside the model and gets no response at all: the background clients time out (10 s) "
+    "and cancel, and Triton logs the cancellations but nothing reaches the model. A user "
+    "must hear that bg_stream's streams stall (`stream_stalled` on bg_stream). bg_caption "
+    "served every stream it was sent (`absent`: `stream_stalled` on bg_caption)."
+)
+_BG_CHILD_NOTE = (
+    "The bg_embed batch holding the hang_s call sleeps 300 s on bg_embed_0_0 (its other "
+    "instance serves everyone else); the bg_stream worker waits in exec() and its client's "
+    "stream stops after one response. A user must hear the hung child, on its instance "
+    "(`hung_request` on bg_embed), and that the stalled bg_stream stream waits on it "
+    "(`stream_stalled` on bg_stream naming bg_embed_0_0, `mentions`). bg_caption is not at "
+    "fault (`absent`)."
+)
+
+_BG = (
+    Scenario(
+        "bg_healthy",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; verbose log: the twin of every bg_* fault",
+        (),
+        clients=3,
+        duration_s=35,
+    ),
+    Scenario(
+        "bg_healthy_busy",
+        "bg",
+        f"{_BG_PIPELINE} under six id-less gRPC streaming clients alternating bg_stream and "
+        "bg_caption (twice the usual load: up to 6 streams at once for bg_stream's pool of 4 "
+        "workers); verbose log",
+        (),
+        clients=6,
+        duration_s=35,
+    ),
+    Scenario(
+        "bg_thread_dies",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; 5 s in, one more stream to bg_caption with "
+        "bg_die_after=2: its thread sends 2 WORD responses, then raises RuntimeError (printed "
+        "by threading.excepthook to the stub's stderr); the final flag is never sent; verbose "
+        "log",
+        (("stream_stalled", "bg_caption"), ("callback_error", "bg_caption")),
+        clients=3,
+        duration_s=35,
+        injections=(_BG_DIES,),
+        note=_BG_DIES_NOTE,
+    ),
+    Scenario(
+        "bg_thread_dies_pool",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; 5 s in, one more stream to bg_stream with "
+        "bg_die_after=2: its pool worker sends 2 HITS responses, then raises RuntimeError, "
+        "which the never-read future keeps (nothing printed); the final flag is never sent; "
+        "verbose log",
+        (("stream_stalled", "bg_stream"),),
+        clients=3,
+        duration_s=35,
+        injections=(
+            _bg(
+                "bg_stream",
+                1,
+                {"bg_die_after": 2},
+                "one bg_stream stream whose pool worker raises after 2 responses (swallowed)",
+            ),
+        ),
+        note=_BG_STREAM_NOTE,
+    ),
+    Scenario(
+        "bg_no_final",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; 5 s in, two more streams to bg_stream with "
+        "bg_exact=1: the exact-match shortcut sends every chunk's response and returns "
+        "without sending the final flag; verbose log",
+        (("stream_stalled", "bg_stream"),),
+        clients=3,
+        duration_s=35,
+        injections=(
+            _bg(
+                "bg_stream",
+                2,
+                {"bg_exact": 1},
+                "two bg_stream streams answered in full without the final flag",
+            ),
+        ),
+        note=_BG_STREAM_NOTE,
+    ),
+    Scenario(
+        "bg_pool_exhausted",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; 5 s in, four more streams to bg_stream with "
+        "bg_hold_s=300: each worker sends one response, then waits 300 s on a slow shard, "
+        "holding all 4 threads of bg_stream's pool; every later bg_stream request is queued "
+        "inside the model's pool while Triton sees its execute return at once; verbose log",
+        (("stream_stalled", "bg_stream"),),
+        clients=3,
+        duration_s=35,
+        injections=(
+            _bg(
+                "bg_stream",
+                4,
+                {"bg_hold_s": 300},
+                "four bg_stream streams whose workers wait 300 s after one response",
+            ),
+        ),
+        note=_BG_POOL_NOTE,
+    ),
+    Scenario(
+        "bg_child_hang",
+        "bg",
+        f"{_BG_PIPELINE} under {_BG_GRPC}; 5 s in, one more stream to bg_stream with "
+        "bg_embed_hang_s=300: its second chunk's BLS call to bg_embed carries hang_s=300 and "
+        "the bg_embed batch holding it sleeps 300 s (one of its 2 instances held); the "
+        "worker thread waits in exec(); verbose log",
+        (("hung_request", "bg_embed"), ("stream_stalled", "bg_stream")),
+        clients=3,
+        duration_s=35,
+        injections=(
+            _bg(
+                "bg_stream",
+                1,
+                {"bg_embed_hang_s": 300},
+                "one bg_stream stream whose second bg_embed call hangs 300 s",
+            ),
+        ),
+        note=_BG_CHILD_NOTE,
+    ),
+    Scenario(
+        "bg_thread_dies_quiet",
+        "bg",
+        f"without --log-verbose: {_BG_PIPELINE} under {_BG_GRPC}; 5 s in, one more stream to "
+        "bg_caption with bg_die_after=2: its thread sends 2 WORD responses, then raises "
+        "RuntimeError (printed by threading.excepthook); the final flag is never sent",
+        (("callback_error", "bg_caption"),),
+        clients=3,
+        duration_s=35,
+        log_verbose=0,
+        injections=(_BG_DIES,),
+        note=_BG_QUIET_NOTE,
+    ),
+)
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -3650,6 +3848,7 @@ SCENARIOS: dict[str, Scenario] = {
         *_XL,
         *_GEN,
         *_OPS,
+        *_BG,
     )
 }
 
@@ -3925,6 +4124,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"TEXT": np.array([[text.encode()]], dtype=np.object_)}
     if repo == "gen":  # a prompt of 3 to 12 words and max_tokens 12, batched [1, 1]
         return genload.gen_inputs(rng)
+    if repo == "bg":  # a query (or clip) of 8 to 40 token ids; no batch dimension
+        return {"QUERY": rng.integers(1, 30000, size=int(rng.integers(8, 41))).astype(np.int32)}
     if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
         return {"DOC_IDS": rng.integers(1, 30000, size=int(rng.integers(50, 161))).astype(np.int32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
@@ -3998,7 +4199,21 @@ def _send(
         return client.send(inputs, params)  # type: ignore[attr-defined]
     if repo == "sum":  # decoupled: a gRPC stream per request, read to its final flag
         return client.stream("sum_router", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+    if repo == "bg":  # decoupled: a gRPC stream per request, read to its final flag
+        return _bg_send(client, inputs, params)
     return client.stream("llm_bls", inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+
+
+def _bg_send(client: object, inputs: dict[str, np.ndarray], params: dict) -> object:
+    """A gRPC stream to ``bg_stream`` and ``bg_caption`` in turn, per client, read to its
+    final flag (or its deadline); ``bg_model`` in ``params`` picks one (not sent)."""
+    params = dict(params)
+    model = params.pop("bg_model", None)
+    if model is None:
+        n = int(getattr(client, "bg_sent", 0))
+        client.bg_sent = n + 1  # type: ignore[attr-defined]
+        model = ("bg_stream", "bg_caption")[n % 2]
+    return client.stream(model, inputs, "", parameters=params or None)  # type: ignore[attr-defined]
 
 
 def _img_send(
@@ -4109,6 +4324,7 @@ _PAUSE_S = {
     "xl": 0.4,
     "gen": 0.6,
     "ops": 0.6,
+    "bg": 0.3,
 }
 
 
@@ -4588,6 +4804,8 @@ _LOAD_TEXT = {
     "of 3 to 12 words), max_tokens [1, 1] = 12",
     "ops": "`ops_router` infer of a random DOC [16 k] (k = 1 to 3 pages, FP32) and `ops_ensemble` "
     "infer of a random PAGE [1, 16] in turn",
+    "bg": "a gRPC stream (`enable_empty_final_response`, read to the final flag) to "
+    "`bg_stream` and `bg_caption` in turn, a random QUERY [n] INT32, n = 8 to 40 token ids",
     "med": "`med_gateway` infer, a batch of b = 1 to 4 random scans: SCAN [b, 64, 64] FP16 "
     "and PATIENT_AGE [b, 1] INT64; after every other one, `med_classifier` version 1 infer "
     "straight from the client (NORMED [b, 64, 64] FP16, the viewer that pins the previous "
