@@ -271,7 +271,7 @@ CATALOGUE: tuple[Pathology, ...] = (
     Pathology(
         "callback_error",
         "critical",
-        "An exception in an asyncio callback or task swallowed the response",
+        "An exception in an asyncio callback, task or model thread swallowed the response",
         "CallbackErrorDetector",
         "TritonBlsCallbackErrors",
         "bls.rules.yml",

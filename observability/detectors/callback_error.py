@@ -44,7 +44,11 @@ _STARTS = {
     "Exception in callback": "callback",
     "Task exception was never retrieved": "task",
     "Exception in default exception handler": "callback",
+    "Exception in thread ": "thread",
 }
+"""What opens an error block, and its kind. ``thread``: ``threading.excepthook``'s print of a
+thread that died (a decoupled model's sender thread, as in Triton's ``repeat`` example: its
+stream then never gets its final response; bg_thread_dies)."""
 _CONTINUES = ("handle:", "future:", "Traceback", "During handling", "The above exception", " ")
 _EXC = re.compile(r"^[A-Za-z_][\w.]*(: .*)?$")
 _MODEL_FILE = re.compile(r"/([^/\s\"']+)/\d+/model\.py\b")
@@ -66,7 +70,7 @@ class Traceback:
     """One asyncio error block as printed by a stub."""
 
     kind: str
-    """``callback`` or ``task``."""
+    """``callback``, ``task`` or ``thread``."""
     at_ns: int
     offset: int
     lines: tuple[str, ...]
@@ -184,7 +188,7 @@ class CallbackErrorDetector:
         owner: Execution | None = None,
         named: bool = False,
     ) -> Finding:
-        what = "a BLS done-callback" if tb.kind == "callback" else "an asyncio task"
+        what = _WHAT[tb.kind]
         model = tb.model or "unknown"
         summary = f"{model}: {what} raised {tb.exception or 'an exception'}"
         if tb.kind == "task":
@@ -244,6 +248,9 @@ class CallbackErrorDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+_WHAT = {"callback": "a BLS done-callback", "task": "an asyncio task", "thread": "a thread it ran"}
 
 
 def _repeated(finding: Finding, same: list[Traceback]) -> Finding:

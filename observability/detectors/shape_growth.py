@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 from observability import events as ev
 from observability.detectors.instances import instances_of
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
-from observability.detectors.streams import LogStream, log_streams
+from observability.detectors.streams import window_streams
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
@@ -390,12 +390,8 @@ def _seen(window: Window, reqs: Requests) -> list[_Seen]:
         for c in reqs.lifecycles
         if c.started_ns is not None
     ]
-    out += [_Seen("stream", s.model, s.opened_ns, s.final_ns) for s in _log_streams(window)]
+    out += [_Seen("stream", s.model, s.opened_ns, s.final_ns) for s in window_streams(window)]
     return out
-
-
-def _log_streams(window: Window) -> list[LogStream]:
-    return log_streams(window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse))
 
 
 def _owned(first_ns: int, last_ns: int, seen: list[_Seen]) -> bool:
@@ -417,7 +413,7 @@ def _owned(first_ns: int, last_ns: int, seen: list[_Seen]) -> bool:
 def _streams_within(first_ns: int, last_ns: int, window: Window) -> int:
     return sum(
         1
-        for s in _log_streams(window)
+        for s in window_streams(window)
         if s.opened_ns >= first_ns and s.final_ns is not None and s.final_ns <= last_ns
     )
 

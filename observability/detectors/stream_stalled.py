@@ -34,12 +34,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from observability import events as ev
+from observability.detectors.callback_error import tracebacks
 from observability.detectors.crashes import crashes
 from observability.detectors.deadlines import DeadlinePolicy, p99
 from observability.detectors.instances import Execution, instances_of
 from observability.detectors.origins import CLIENT, STEP
 from observability.detectors.requests import log_ref
-from observability.detectors.streams import LogStream, decoupled_models, log_streams
+from observability.detectors.streams import LogStream, decoupled_models, window_streams
 from observability.detectors.target_down import gone_ns
 from observability.detectors.waits import origins_of
 from observability.detectors.window import Window, per_window
@@ -107,9 +108,7 @@ class StreamStalled:
             mine = [r for r in reported.values() if r.model == model]
             out.append(self._library_finding(window, model, mine, gauges.get(model)))
         covered = {f.model for f in out}
-        streams = log_streams(
-            window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse)
-        )
+        streams = window_streams(window)
         policy = DeadlinePolicy(
             self.deadline_s, self.floor_s, self.multiple, overrides=self.deadlines
         )
@@ -282,7 +281,8 @@ class StreamStalled:
                     f"and released that stream's batch, so it is the other streamed model's)"
                 )
             if len(stalled) == 1:
-                summary += _next_calls(window, stalled[0], gaps)
+                died = _thread_died(window, stalled[0], deadline)
+                summary += died or _next_calls(window, stalled[0], gaps)
         else:
             cancelled = sum(1 for s in resumed if s.cancelled)
             summary = (
@@ -382,15 +382,57 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
         f"{r.model} {(r.header.at_ns - stream.last_ns) / 1e6:.1f} ms"
         for r in calls[:_MAX_CALLS_NAMED]
     )
-    first = calls[0]
-    after_ms = (first.header.at_ns - stream.last_ns) / 1e6
     last = "its last response" if stream.responses else "it was read"
+    waiting = _still_executing(window, calls)
+    # A call still executing is what the stream waits on, whichever came first (bg_child_hang:
+    # the third call of the gap hung, the first two were answered).
+    first, which = (waiting, "a BLS call still executing") if waiting else (calls[0], "the first")
+    after_ms = (first.header.at_ns - stream.last_ns) / 1e6
+    if waiting is None:
+        which += " BLS call"
     return (
-        f"; the first BLS call admitted after {last} went to {first.model}, "
+        f"; {which} admitted after {last} went to {first.model}, "
         f"{after_ms:.1f} ms after, {_fate(window, first)} (calls within its usual gap of "
         f"{horizon_s * 1e3:.0f} ms: {shown} after; with other streams open, one may be "
         "theirs)"
     )
+
+
+def _thread_died(window: Window, stream: LogStream, deadline_s: float) -> str:
+    """A clause naming the exception of a thread of the stream's model that died after its
+    last response and within the deadline (bg_thread_dies: a decoupled model's sender thread
+    raised after two words, and the stream never got its final response)."""
+    horizon = stream.last_ns + int(deadline_s * 1e9)
+    died = next(
+        (
+            tb
+            for tb in tracebacks(window)
+            if tb.kind == "thread"
+            and tb.model == stream.model
+            and tb.offset > stream.last_offset
+            and tb.at_ns <= horizon
+        ),
+        None,
+    )
+    if died is None:
+        return ""
+    after_ms = max(died.at_ns - stream.last_ns, 0) / 1e6
+    return (
+        f"; a thread of {stream.model} died {after_ms:.0f} ms after the stream's last activity, "
+        f"raising {died.exception or 'an exception'} (printed by Python into Triton's log): a "
+        "stream whose sending thread dies never gets its final response"
+    )
+
+
+def _still_executing(window: Window, calls: list[ev.RequestPrepared]) -> ev.RequestPrepared | None:
+    """The first of ``calls`` whose batch has not been released by the window's end."""
+    executing = {
+        (r.prepared_ns, r.offset)
+        for x in instances_of(window).executions
+        if x.end_ns is None
+        for r in x.requests
+    }
+    return next((c for c in calls if (c.header.at_ns, c.header.offset) in executing), None)
 
 
 _SAME_REQUEST_NS = 1_000_000_000

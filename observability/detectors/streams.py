@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 from observability import events as ev
 from observability.detectors.window import Window, per_window
 
-__all__ = ["LogStream", "decoupled_models", "log_streams"]
+__all__ = ["LogStream", "decoupled_models", "log_streams", "window_streams"]
 
 
 @per_window
@@ -142,6 +142,13 @@ class _At:
 _Stretch = tuple[list[_At], list[_At], bool]
 """A busy stretch of one count: the streams reaching it, the responses leaving it, and whether
 it ended (the last stream there left)."""
+
+
+@per_window
+def window_streams(window: Window) -> list[LogStream]:
+    """The window's gRPC streams, rebuilt once per window (``stream_stalled`` and
+    ``shape_growth`` read them; neither changes them)."""
+    return log_streams(window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse))
 
 
 def log_streams(records: Iterable[object]) -> list[LogStream]:

@@ -29,15 +29,6 @@ _NO_CONTRACT = (
     "under a name the config does not declare leaves no line at all (Triton drops it), so "
     "the log cannot tell it from an error response; "
 )
-_THREAD_DIES = (
-    "callback_error misses an exception printed by threading.excepthook: its block openers "
-    "(_STARTS) are asyncio's 'Exception in callback', 'Task exception was never retrieved' "
-    "and 'Exception in default exception handler'; a worker thread's traceback opens with "
-    "'Exception in thread Thread-16 (_caption):' (then 'Traceback (most recent call "
-    "last):', a frame in bg_caption/1/model.py line 69, 'RuntimeError: bg_caption: decoder "
-    "lost its beam at word 2'), which opens no block, so the response it swallowed is never "
-    "told; "
-)
 GAPS: dict[str, str] = {
     "gen_llm_stall_http": "nothing reported: stream_stalled reads gRPC stream lines only "
     "(catalogue: 'an HTTP generate_stream stall needs the library'). The log has one "
@@ -58,13 +49,6 @@ GAPS: dict[str, str] = {
     # Round 24 (PyTriton): see tests/fixtures/foreign/README.md, "Round 24".
     # Round 25 (ops, 75-90 s windows, several faults): see the README, "Round 25".
     # Round 27 (bg, decoupled models answering from background threads): see the README.
-    "bg_thread_dies": _THREAD_DIES + "stream_stalled reports the stalled bg_caption stream "
-    "(quiet 30.0 s after 2 responses) but only guesses 'an exception swallowed in the thread "
-    "that sends' without naming the RuntimeError printed about 30 ms after its last response "
-    "(15:24:24.661; the traceback sits between lines of 15:24:24.689 and .696)",
-    "bg_thread_dies_quiet": _THREAD_DIES + "at --log-verbose 0 that traceback is the only "
-    "witness (bg_caption's nv_inference_count moves when execute returns, the stalled "
-    "request counted with the rest), and nothing is reported",
     "bg_pool_exhausted": "false finding: stream_stalled warning on bg_caption ('6 gRPC "
     "response stream(s) of bg_caption stalled and then went on, the longest gap 21.4 s'). "
     "bg_stream's pool of 4 is held by the 4 slow streams, so every later bg_stream request "
@@ -75,14 +59,6 @@ GAPS: dict[str, str] = {
     "15:26:21.295 'callback index 1'), to them in arrival order, so bg_caption streams read "
     "at 15:26:10.24 and 15:26:21.08 are charged 11 s gaps; a stream whose client cancelled "
     "(the cancellation lines follow its READ by its deadline) should leave its count",
-    "bg_child_hang": "wrong cause in stream_stalled on bg_stream: hung_request finds "
-    "bg_embed_0_0 executing one batch for 30.0 s, but the stalled stream's clause names the "
-    "first BLS call admitted after its last response (bg_embed, 2.6 ms after, 'released 6.8 "
-    "ms later, answered') and concludes 'its own code stopped after that call (an exception "
-    "swallowed ...)'. Its own list of calls in the gap has the hung one, bg_embed 26.0 ms "
-    "after (prepared 15:27:05.075153, executing on bg_embed_0_0 at 05.077303, never "
-    "released): _next_calls takes calls[0]'s fate instead of preferring a candidate still "
-    "open at the window's end, which would name bg_embed_0_0",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
