@@ -7,7 +7,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``:
+``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -24,8 +24,10 @@ ensemble and BLS model, over gRPC streams or, where a scenario says so
 windows with more than one fault and a changing load (clients joining and leaving as
 ``repeat_s`` injections); their clients alternate a BLS router and an ensemble. The ``bg``
 clients open one gRPC stream per request to two decoupled models that answer from
-background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in turn). Each
-scenario leaves:
+background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in turn). The
+``cx`` clients (``tests.foreign.cxload``, ``Scenario.cx``) set client-side deadlines (gRPC
+``client_timeout``, HTTP ``network_timeout``) that a tail of slow requests outlives, and may
+retry. Each scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -64,7 +66,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import genload, medload, seqload
+from tests.foreign import cxload, genload, medload, seqload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -114,7 +116,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops`` or ``bg``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg`` or ``cx``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -169,6 +171,9 @@ class Scenario:
     ``lead_s`` before the capture; an injection's ``at_s`` still counts from the capture's
     start and may be negative, down to ``-lead_s`` (a fault that began before the capture).
     Each client's request bound grows with the lead (``request_cap``)."""
+    cx: str = ""
+    """``cx`` only: the clients' plan, a key of ``cxload.PLANS`` (their deadline, their tail
+    of slow quotes, their retries, which of them speak HTTP)."""
 
     @property
     def healthy(self) -> bool:
@@ -4018,6 +4023,169 @@ _CAP = (
 SCENARIOS.update({s.name: s for s in _CAP})
 
 
+# ------------------------------------------------------------------------------ cx (round 28)
+
+_CX_PIPELINE = (
+    "the quote-pricing pipeline (cx_gateway, python BLS, plain def execute, 2 instances, "
+    "max_batch_size 0: ROUNDS exec() calls of cx_score, then one of cx_enrich; cx_score, "
+    "python, 1 instance, dynamic batching up to 16 with a 2 ms queue delay and a queue policy "
+    "that rejects a request queued 60 s and lets a request set a shorter timeout, a batch "
+    "costing its largest QUERY[0] ms; "
+    "cx_enrich, python, 1 instance, 2 to 4 ms) under three id-less clients with client-side "
+    "deadlines (`tests.foreign.cxload`)"
+)
+
+
+def _cx_clients(plan: str) -> str:
+    return f"clients' plan `{plan}`: {cxload.PLANS[plan].text()}"
+
+
+_CX_HANG = Injection(
+    8,
+    1,
+    {"cx_fault": "score_hang", "hang_s": 300, "cx_plan": "hang"},
+    60,
+    "one quote whose first cx_score call makes cx_score's only instance sleep 300 s; its "
+    "client (deadline 1 s) gives up and retries once (2 s), as the others do",
+)
+_CX_HANG_TEXT = (
+    "8 s in, one quote makes cx_score's only instance sleep 300 s in one batch; every later "
+    "cx_score call queues behind it, both cx_gateway instances block in exec(), and every "
+    "client's quote times out at its 1 s deadline and is retried once with 2 s (a retry "
+    "storm against a stuck model)"
+)
+_CX_HANG_NOTE = (
+    "One hang, one alert: the clients' quotes are stuck in cx_gateway, whose two instances "
+    "each wait on a cx_score call behind the batch that cx_score_0_0 never releases; "
+    "`hung_request` on cx_gateway naming cx_score_0_0 (`mentions`), as geo_lookup_hang "
+    "names geo_lookup. The timed-out quotes and their retries stay in cx_gateway's queue "
+    "(cancelled by their clients, never dropped). `bls_deadlock` on cx_gateway is `absent`: "
+    "nothing waits on itself."
+)
+_CX_TIMEOUT_NOTE = (
+    "Client deadlines are the clients' choice: a quote abandoned at 0.25 s on a pipeline that "
+    "answers it in 0.3 to 0.75 s is not a fault of Triton or of any model (the server "
+    "finishes or cancels each one, every instance free again within a second). Nothing of "
+    "warning or above is owed; `hung_request` and `model_stalled` on cx_gateway and cx_score "
+    "are `absent`."
+)
+_CX_IGNORES_NOTE = (
+    "cx_gateway_heeds_cancel is the same load with the cancellation checks on. Here every "
+    "abandoned quote is priced to its end, and the ones still queued when their client gave "
+    "up are priced too: cx_gateway's queue (nv_inference_pending_request_count) grows while "
+    "both instances are busy, and the quick quotes behind them miss their deadline as well. "
+    "`instance_saturation` on cx_gateway, whose instances do the abandoned work; cx_score "
+    "answers each of its two callers' calls at once (its queue at most 2, one per gateway "
+    "instance): `instance_saturation` on cx_score is `absent`."
+)
+_CX_BLS_TIMEOUT_NOTE = (
+    "cx_score's queue policy rejects the calls that waited past the 100 ms their request set "
+    "('Request timeout expired', nv_inference_request_failure reason REJECTED); cx_gateway "
+    "only relays the rejection to its client as an error. One cause, one alert: "
+    "`requests_rejected` on cx_score naming the timeout (`mentions`); `model_failing` on "
+    "cx_gateway and `hung_request` anywhere are `absent`."
+)
+_CX = (
+    Scenario(
+        "cx_healthy",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log; {_cx_clients('calm')}: the deadline almost never fires",
+        (),
+        clients=3,
+        duration_s=35.0,
+        cx="calm",
+    ),
+    Scenario(
+        "cx_healthy_timeouts",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log; {_cx_clients('tight')}: the slow tail of quotes "
+        "outlives the deadline and is abandoned (gRPC: cancelled; HTTP: the client stops "
+        "waiting); cx_gateway asks is_cancelled() before each round",
+        (),
+        clients=3,
+        duration_s=35.0,
+        cx="tight",
+        note=_CX_TIMEOUT_NOTE,
+    ),
+    Scenario(
+        "cx_healthy_retry",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log; {_cx_clients('retry')}: a quote abandoned at its "
+        "deadline is sent again once",
+        (),
+        clients=3,
+        duration_s=35.0,
+        cx="retry",
+        note=_CX_TIMEOUT_NOTE,
+    ),
+    Scenario(
+        "cx_score_hang",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log; {_cx_clients('hang')}; {_CX_HANG_TEXT}",
+        (("hung_request", "cx_gateway"),),
+        clients=3,
+        duration_s=35.0,
+        cx="hang",
+        injections=(_CX_HANG,),
+        note=_CX_HANG_NOTE,
+    ),
+    Scenario(
+        "cx_score_hang_quiet",
+        "cx",
+        f"{_CX_PIPELINE}; without --log-verbose and without trace files; "
+        f"{_cx_clients('hang')}; {_CX_HANG_TEXT}",
+        (("model_stalled", "cx_score"),),
+        log_verbose=0,
+        trace=False,
+        clients=3,
+        duration_s=35.0,
+        cx="hang",
+        injections=(_CX_HANG,),
+    ),
+    Scenario(
+        "cx_gateway_ignores_cancel",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log, server environment CX_CHECK_CANCEL=0: cx_gateway never "
+        f"asks is_cancelled() and prices every abandoned quote to its end; "
+        f"{_cx_clients('heavy')}",
+        (("instance_saturation", "cx_gateway"),),
+        clients=3,
+        duration_s=35.0,
+        cx="heavy",
+        env={"CX_CHECK_CANCEL": "0"},
+        note=_CX_IGNORES_NOTE,
+    ),
+    Scenario(
+        "cx_gateway_heeds_cancel",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log: cx_gateway_ignores_cancel's load with cx_gateway asking "
+        f"is_cancelled() before each round (its default); {_cx_clients('heavy')}",
+        (),
+        clients=3,
+        duration_s=35.0,
+        cx="heavy",
+        note="A third of the quotes are slow and abandoned at 0.2 s, by the clients' choice; "
+        "cx_gateway stops pricing each at its next round, its queue stays short and the quick "
+        "quotes are answered: nothing is owed.",
+    ),
+    Scenario(
+        "cx_bls_timeout",
+        "cx",
+        f"{_CX_PIPELINE}, verbose log, server environment CX_SCORE_TIMEOUT_US=100000: each "
+        "cx_score call is built with InferenceRequest(timeout=100000) (100 ms); "
+        f"{_cx_clients('one')}: a heavy quote holds cx_score's instance 0.3 to 0.9 s and the "
+        "calls queued behind it outlive their 100 ms",
+        (("requests_rejected", "cx_score"),),
+        clients=3,
+        duration_s=35.0,
+        cx="one",
+        note=_CX_BLS_TIMEOUT_NOTE,
+        env={"CX_SCORE_TIMEOUT_US": "100000"},
+    ),
+)
+SCENARIOS.update({s.name: s for s in _CX})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -4325,6 +4493,7 @@ _PAUSE_S = {
     "gen": 0.6,
     "ops": 0.6,
     "bg": 0.3,
+    "cx": 0.2,
 }
 
 
@@ -4348,7 +4517,7 @@ _PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP"}
 def _client_url(lab: object, repo: str) -> str:
     """Where a family's clients send: HTTP for ``stateful``, ``vid`` and ``med``, gRPC for the
     others."""
-    if repo == "gen":  # both: gRPC streams and HTTP generate_stream (genload.GenClient)
+    if repo in ("gen", "cx"):  # both: gRPC and HTTP (genload.GenClient, cxload)
         return f"{lab.grpc_url} {lab.http_url}"  # type: ignore[attr-defined]
     http = _PROTOCOL.get(repo) == "HTTP"
     return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
@@ -4380,7 +4549,11 @@ def _worker(
     pin: str = "",
     streams: str = "grpc",
     cap: int = MAX_REQUESTS_PER_WORKER,
+    cx: str = "",
 ) -> None:
+    if repo == "cx":  # deadlines, cancellations and retries (tests.foreign.cxload)
+        cxload.cx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, cxload.PLANS[cx])
+        return
     if repo == "gen":
         genload.gen_worker(
             url,
@@ -4446,6 +4619,11 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     if inj.action in ("restart_server", "kill_server"):
         down_s = float(inj.params.get("down_s", 0)) if inj.action == "restart_server" else None
         _kill_server(lab, down_s, label, out, t0)
+        return
+    if inj.action == "request" and repo == "cx":  # params' cx_plan: the client's plan
+        params = {k: v for k, v in inj.params.items() if k != "cx_plan"}
+        plan = cxload.PLANS[str(inj.params.get("cx_plan", "calm"))]
+        cxload.cx_inject(_client_url(lab, repo), idx, params, plan, label, out.add, t0)
         return
     if inj.action == "request" and repo == "stateful":
         url = _client_url(lab, repo)
@@ -4638,6 +4816,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "pin": scenario.pins[(seed - 1) % 2],
                         "streams": scenario.streams,
                         "cap": scenario.request_cap,
+                        "cx": scenario.cx,
                     },
                     daemon=True,
                 )
@@ -4771,6 +4950,9 @@ def analysis_markdown(archive: Path, scenario: Scenario) -> str:
 
 
 _LOAD_TEXT = {
+    "cx": "`cx_gateway` infer of a quote, QUERY [16] FP32 and ROUNDS [1] INT32, with the "
+    "scenario's client deadline in place of the 10 s below (`tests.foreign.cxload`, its plan "
+    "in the summary above)",
     "ocr": "`ocr_ensemble` infer, a random 32x48 image",
     "llm": "`llm_bls` stream, MAX_NEW 10",
     "recsys": "`rec_orchestrator` infer, a random USER [16] and 32 candidate ITEMS; then "
@@ -4893,6 +5075,11 @@ def _ids_text(scenario: Scenario) -> str:
         return (
             "(`tests.foreign.genload.GenClient`: no request ids; BLS children are built\n"
             "  without ids too)"
+        )
+    if scenario.repo == "cx":
+        return (
+            "(`tests.foreign.cxload`, tritonclient.grpc and .http: no request ids; BLS\n"
+            "  children are built without ids too)"
         )
     if scenario.repo == "med":
         return (
