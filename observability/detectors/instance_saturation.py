@@ -227,13 +227,14 @@ class InstanceSaturation:
         # A parent whose instances were all busy awaiting a saturated child is that child's
         # caller, not a second bottleneck (doc_layout_rate_saturation: doc_router).
         calls = callees(inst)
+        paced = _paced(best, calls)
         waiting = {
             m
             for m, (s, *_rest) in best.items()
             for child in calls.get(m, ())
-            if child in best and child != m and _overlap(s, best[child][0])
+            if child in best and child not in paced and child != m and _overlap(s, best[child][0])
         }
-        best = {m: v for m, v in best.items() if m not in waiting}
+        best = {m: v for m, v in best.items() if m not in waiting and m not in paced}
         callers = _callers(window, {m: v[0] for m, v in best.items()})
         cancels = [
             c
@@ -433,6 +434,29 @@ def _rise(points: list[tuple[int, float]], s: Stretch) -> tuple[float, float, in
     if peak is None:
         return None
     return before, peak[0], peak[1]
+
+
+def _paced(
+    best: dict[str, tuple[Stretch, float, float, int]], calls: dict[str, set[str]]
+) -> set[str]:
+    """Saturated models whose queue never held more than one call per instance of their
+    saturated callers while a caller's own queue grew past its instances: each caller's
+    instance waits on its one call, so the child works at the pace its callers set, and the
+    queue that grows is theirs (cx_gateway_ignores_cancel: cx_score's queue 1 -> 2 under two
+    cx_gateway instances, whose own queue grew 0 -> 23 with quotes whose clients had gone).
+    A caller whose queue stays within its instances is waiting on a slow child, which keeps
+    the finding (vid_gateway_bls_timeout: vid_track at 3 s an execute)."""
+    out: set[str] = set()
+    for child, (stretch, _before, peak, _at) in best.items():
+        parents = [
+            best[m]
+            for m, cs in calls.items()
+            if child in cs and m != child and m in best and _overlap(best[m][0], stretch)
+        ]
+        held = sum(len(p[0].instances) for p in parents)
+        if parents and peak <= held and any(p[2] > len(p[0].instances) for p in parents):
+            out.add(child)
+    return out
 
 
 def _callers(window: Window, stretches: dict[str, Stretch]) -> dict[str, Counter[str]]:

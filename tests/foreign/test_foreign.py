@@ -60,16 +60,6 @@ GAPS: dict[str, str] = {
     "at 15:26:10.24 and 15:26:21.08 are charged 11 s gaps; a stream whose client cancelled "
     "(the cancellation lines follow its READ by its deadline) should leave its count",
     # Round 28 (cx, clients that time out, cancel and retry): see the README, "Round 28".
-    "cx_gateway_ignores_cancel": "wrong model: instance_saturation names cx_score (its one "
-    "instance all-busy 21.3 s over 806 executions of about 25 ms, its pending gauge 1 -> 2) "
-    "and drops cx_gateway (both instances all-busy 20.4 s, pending 0 -> 23, 212 'Cancellation "
-    "notification received' lines) as 'a parent whose instances were all busy awaiting a "
-    "saturated child'. A queue of 2 is one call per gateway instance, each blocked on its "
-    "own call: no growth a third caller could see. The queue that grows is cx_gateway's, "
-    "fed by quotes whose clients had gone (it priced all 283 to the end: cx_enrich 283 = "
-    "cx_gateway 283; the twin cx_gateway_heeds_cancel stopped 105 of 350 at is_cancelled() "
-    "and nothing saturated). A child's rise should count only past the number of its "
-    "callers' instances before it takes the finding from the parent",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
