@@ -4186,6 +4186,220 @@ _CX = (
 SCENARIOS.update({s.name: s for s in _CX})
 
 
+# ------------------------------------------------------------------ pz (round 29)
+# The retail-search family: the least-recorded pathologies (ensemble_fanout,
+# thread_pool_exhaustion, stub_unhealthy) in a new pipeline shape. Everything pz-specific
+# lives in this block and in the ``if repo == "pz"`` branches of _inputs and _send.
+
+_PZ_PIPELINE = (
+    "the retail-search pipeline (pz_ensemble, a pure batched ensemble: pz_clean's output, the "
+    "ensemble tensor 'clean_q', fans out to two steps, pz_rank and pz_decode; pz_orchestrator, "
+    "python BLS, `async def execute`, 2 instances, one async_exec() per catalogue shard (4 "
+    "shards) to pz_worker, python, dynamic batching up to 8, 2 instances, 20 ms a batch, all "
+    "gathered at once with asyncio.gather; children without ids) under id-less gRPC clients "
+    "alternating pz_orchestrator and pz_ensemble"
+)
+
+
+def _pz_bad_args(variant: str) -> tuple[str, ...]:
+    """A second model repository (``variants/pz/<variant>``) holding one miswired ensemble,
+    loaded at start beside the healthy models; the server must start despite its failed
+    load."""
+    return (
+        "--exit-on-error=false",
+        "--strict-readiness=false",
+        f"--model-repository={{foreign}}/variants/pz/{variant}",
+    )
+
+
+def _pz_caller(front: str, what: str) -> Injection:
+    """A third client calling ``front`` (``broken`` or ``partial``) every 0.5 s for 28 s."""
+    return Injection(3, 1, {"pz_front": front, "pz_pause_s": 0.5}, 10, what, repeat_s=28)
+
+
+_PZ_MISWIRED_NOTE = (
+    "pz_ensemble_broken is pz_ensemble with one edit: pz_decode's input_map names 'CLEAN', "
+    "pz_clean's model-side output, instead of the ensemble tensor 'clean_q' that pz_clean's "
+    "output_map writes (the usual mistake when one step's output feeds two steps). It is "
+    "served from a second model repository and fails to load at start (the server runs on "
+    "with --exit-on-error=false); its caller gets an error on every request. The correct "
+    "fan-out is pz_ensemble itself, served beside it: it loads and works and must not be "
+    "reported."
+)
+_PZ_PARTIAL_NOTE = (
+    "pz_ensemble_partial is pz_ensemble with one more output in its contract, FACETS, which "
+    "no step's output_map writes (a release that added the output to the ensemble before the "
+    "ranker returned it). It is served from a second model repository and fails to load at "
+    "start; its caller gets an error on every request. pz_ensemble, served beside it, is "
+    "fine and must not be reported."
+)
+
+_PZ_POOL_NOTE = (
+    "What happened: each pz_orchestrator request's 12 pz_worker calls reached Triton 2 per "
+    "instance at a time, in 6 waves one worker batch (about 24 ms) apart, so a request took "
+    "about 0.145 s (0.026 s for the healthy twin's 4 calls, which run at once), while "
+    "pz_worker ran one batch at a time, of 2 or 4 calls of the 8 it may batch, its other "
+    "instance idle: the orchestrator's own 2-thread pool is the limit (thread_pool_exhaustion "
+    "on pz_orchestrator), not pz_worker (`absent`: instance_saturation on pz_worker) and "
+    "nothing hangs (`absent`: hung_request on pz_orchestrator)."
+)
+_PZ_STUB_NOTE = (
+    "What happened: pz_worker_0_1's stub was killed inside execute while it held a batch of 4 "
+    "(the injected request's 4 calls). Triton did not restart it: every later batch sent to "
+    "pz_worker_0_1 was 'executing' for 1.0 s, then released and failed with 'Stub process "
+    "'pz_worker_0_1' is not healthy.' (in the error returned to the caller only: no log line "
+    "says it), while pz_worker_0_0 served; pz_worker's BACKEND failures rose by 4 a batch. "
+    "pz_orchestrator only relays its children's error (its instances stay free; its error "
+    "responses count as successes): stub_unhealthy on pz_worker; `absent`: model_failing, "
+    "stub_unhealthy and hung_request on pz_orchestrator."
+)
+_PZ_APPEND_NOTE = (
+    "pz_decode's TOKENS grows by 4 ids at each request on its only instance ([1,4] to "
+    "[1,432]); pz_ensemble relays it (its TOKENS grows with it: the same fault, not a second "
+    "one) and pz_rank's SCORES stays [1,8]: `absent` shape_growth on pz_rank and "
+    "pz_ensemble."
+)
+_PZ_BUSY_NOTE = (
+    "Nothing of warning or above is expected: each pz_orchestrator request's 6 calls reach "
+    "Triton at once and pz_worker runs them as one batch of 6 (no waves), 0.026 s p50 as in "
+    "the twin with 2 clients."
+)
+
+_PZ = (
+    Scenario(
+        "pz_healthy",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; nothing injected (each pz_orchestrator request's 4 "
+        "calls stay under the stub's asyncio executor, 6 threads on this 2-core host); "
+        "verbose log: the twin of every pz_* fault",
+        (),
+        duration_s=35,
+    ),
+    Scenario(
+        "pz_ensemble_miswired",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; a miswired copy of the ensemble, pz_ensemble_broken "
+        "(pz_decode reads pz_clean's model-side output name instead of the ensemble tensor), "
+        "loaded at start from a second repository beside the healthy models: Triton refuses "
+        "it; 3 s in, a third client calls it every 0.5 s for 28 s",
+        (("ensemble_fanout", "pz_ensemble_broken"),),
+        duration_s=35,
+        server_args=_pz_bad_args("miswired"),
+        injections=(_pz_caller("broken", "a third client calls pz_ensemble_broken"),),
+        note=_PZ_MISWIRED_NOTE,
+    ),
+    Scenario(
+        "pz_ensemble_miswired_v2",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; a copy of the ensemble whose contract declares an "
+        "output no step writes (pz_ensemble_partial: FACETS), loaded at start from a second "
+        "repository beside the healthy models: Triton refuses it; 3 s in, a third client "
+        "calls it every 0.5 s for 28 s",
+        (("ensemble_fanout", "pz_ensemble_partial"),),
+        duration_s=35,
+        server_args=_pz_bad_args("unwritten"),
+        injections=(_pz_caller("partial", "a third client calls pz_ensemble_partial"),),
+        note=_PZ_PARTIAL_NOTE,
+    ),
+    Scenario(
+        "pz_pool_exhausted",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; PZ_ORCH_POOL=2 PZ_ORCH_SHARDS=12 in the server's "
+        "environment (a release that searches 12 shards and runs each call as a synchronous "
+        "exec() submitted to a ThreadPoolExecutor(max_workers=2) per instance): each "
+        "pz_orchestrator request's 12 calls run 2 at a time, in 6 waves",
+        (("thread_pool_exhaustion", "pz_orchestrator"),),
+        duration_s=35,
+        env={"PZ_ORCH_POOL": "2", "PZ_ORCH_SHARDS": "12"},
+        note=_PZ_POOL_NOTE,
+    ),
+    Scenario(
+        "pz_pool_exhausted_one_client",
+        "pz",
+        f"{_PZ_PIPELINE}; one client (each pz_orchestrator request runs alone: no other "
+        "parent's calls are admitted meanwhile); PZ_ORCH_POOL=2 "
+        "PZ_ORCH_SHARDS=12: each request's 12 calls run 2 at a time, in 6 waves",
+        (("thread_pool_exhaustion", "pz_orchestrator"),),
+        duration_s=35,
+        clients=1,
+        env={"PZ_ORCH_POOL": "2", "PZ_ORCH_SHARDS": "12"},
+        note=_PZ_POOL_NOTE,
+    ),
+    Scenario(
+        "pz_worker_stub_dies",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; 10 s in, one pz_orchestrator request whose first "
+        "shard call makes pz_worker's stub kill itself (SIGKILL from inside execute, a "
+        "segfaulting native index library)",
+        (("stub_unhealthy", "pz_worker"),),
+        duration_s=35,
+        injections=(
+            Injection(
+                10,
+                1,
+                {"pz_front": "orchestrator", "pz_fault": "die"},
+                10,
+                "one pz_orchestrator request whose pz_worker call kills the worker's stub",
+            ),
+        ),
+        note=_PZ_STUB_NOTE,
+    ),
+    Scenario(
+        "pz_decoder_appends",
+        "pz",
+        f"{_PZ_PIPELINE}; two clients; PZ_DECODE_APPEND=1 in the server's environment: "
+        "pz_decode appends each request's 4 token ids to its per-instance buffer instead of "
+        "replacing it and returns the whole buffer, so TOKENS grows by 4 ids every request",
+        (("shape_growth", "pz_decode"),),
+        duration_s=35,
+        env={"PZ_DECODE_APPEND": "1"},
+        note=_PZ_APPEND_NOTE,
+    ),
+    Scenario(
+        "pz_healthy_busy",
+        "pz",
+        f"{_PZ_PIPELINE}; four clients and PZ_ORCH_SHARDS=6 (6 calls per pz_orchestrator "
+        "request, as many as the stub's asyncio executor runs at once on this 2-core host): "
+        "busy, nothing injected",
+        (),
+        duration_s=35,
+        clients=4,
+        env={"PZ_ORCH_SHARDS": "6"},
+        note=_PZ_BUSY_NOTE,
+    ),
+)
+SCENARIOS.update({s.name: s for s in _PZ})
+_PZ_STUB_V0_NOTE = (
+    "What happened (as in pz_worker_stub_dies, here on pz_worker_0_0): the stub killed "
+    "inside execute was not restarted; the clients' errors name it ('Stub process "
+    "'pz_worker_0_0' is not healthy.') but the level-0 log has no line after the start. "
+    '/metrics: pz_worker\'s nv_inference_request_failure{reason="BACKEND"} rose 0 to 64 '
+    "in steps of 4 (one batch of 4 at a time) while its nv_inference_request_success kept "
+    "rising (148 to 288: the other instance served); /v2/models/stats: 64 failures "
+    "totalling 64.16 s, 1.00 s each (the backend's wait for a stub that no longer "
+    "answers), against 24.6 ms per success. stub_unhealthy on pz_worker; `absent`: "
+    "model_failing, stub_unhealthy and hung_request on pz_orchestrator, which only relays."
+)
+_PZ_V0 = (
+    replace(
+        SCENARIOS["pz_ensemble_miswired"],
+        name="pz_ensemble_miswired_v0",
+        summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['pz_ensemble_miswired'].summary}",
+        log_verbose=0,
+        trace=False,
+    ),
+    replace(
+        SCENARIOS["pz_worker_stub_dies"],
+        name="pz_worker_stub_dies_v0",
+        note=_PZ_STUB_V0_NOTE,
+        summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['pz_worker_stub_dies'].summary}",
+        log_verbose=0,
+        trace=False,
+    ),
+)
+SCENARIOS.update({s.name: s for s in _PZ_V0})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -4294,6 +4508,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return genload.gen_inputs(rng)
     if repo == "bg":  # a query (or clip) of 8 to 40 token ids; no batch dimension
         return {"QUERY": rng.integers(1, 30000, size=int(rng.integers(8, 41))).astype(np.int32)}
+    if repo == "pz":  # a query's 16 hashed term weights (pz_ensemble gets it as [1, 16])
+        return {"QUERY": (rng.standard_normal(16) * 1.5).astype(np.float32)}
     if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
         return {"DOC_IDS": rng.integers(1, 30000, size=int(rng.integers(50, 161))).astype(np.int32)}
     words = " ".join(f"w{int(x)}" for x in rng.integers(0, 500, size=int(rng.integers(3, 9))))
@@ -4357,6 +4573,8 @@ def _send(
         return _img_send(client, inputs, params, request_id)
     if repo == "ops":
         return _ops_send(client, inputs, params, request_id)
+    if repo == "pz":
+        return _pz_send(client, inputs, params, request_id)
     if repo == "warm":
         return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "xl":
@@ -4423,6 +4641,34 @@ def _ops_send(
     else:
         page = {"PAGE": inputs["DOC"][:16].reshape(1, 16).astype(np.float32)}
         outcome = client.infer("ops_ensemble", page, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    if pause:
+        time.sleep(pause)
+    return outcome
+
+
+def _pz_send(
+    client: object, inputs: dict[str, np.ndarray], params: dict, request_id: str
+) -> object:
+    """``pz_orchestrator`` (QUERY [16]) and ``pz_ensemble`` (QUERY [1, 16]) in turn, per
+    client; ``pz_front`` in ``params`` picks one (``orchestrator``, ``ensemble``, or a
+    miswired copy of the ensemble: ``broken`` for pz_ensemble_broken, ``partial`` for
+    pz_ensemble_partial), then a pause of ``pz_pause_s`` (neither is sent as a request
+    parameter)."""
+    params = dict(params)
+    front = params.pop("pz_front", None)
+    pause = float(params.pop("pz_pause_s", 0) or 0)
+    if front is None:
+        n = int(getattr(client, "pz_sent", 0))
+        client.pz_sent = n + 1  # type: ignore[attr-defined]
+        front = "orchestrator" if n % 2 == 0 else "ensemble"
+    if front == "orchestrator":
+        outcome = client.infer("pz_orchestrator", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
+    else:
+        model = {"broken": "pz_ensemble_broken", "partial": "pz_ensemble_partial"}.get(
+            front, "pz_ensemble"
+        )
+        query = {"QUERY": inputs["QUERY"].reshape(1, 16)}
+        outcome = client.infer(model, query, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if pause:
         time.sleep(pause)
     return outcome
@@ -4495,6 +4741,9 @@ _PAUSE_S = {
     "bg": 0.3,
     "cx": 0.2,
 }
+
+
+_PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease merges)
 
 
 _JITTERED = frozenset({"emb"})
@@ -4899,12 +5148,14 @@ def _otel_args(port: int | None) -> tuple[str, ...]:
 
 
 def _server_args(scenario: Scenario) -> tuple[str, ...]:
-    if not any("{caches}" in a for a in scenario.server_args):
-        return scenario.server_args
+    # ``{foreign}`` stands for this folder (pz: a second model repository under variants/).
+    args = tuple(a.replace("{foreign}", str(HERE)) for a in scenario.server_args)
+    if not any("{caches}" in a for a in args):
+        return args
     from observability.lab.install import find_install
 
     caches = str(find_install().root / "caches")
-    return tuple(a.replace("{caches}", caches) for a in scenario.server_args)
+    return tuple(a.replace("{caches}", caches) for a in args)
 
 
 def _warm_up(url: str, scenario: Scenario, outcomes: Outcomes) -> None:
@@ -5054,6 +5305,12 @@ Recorded by
 
 
 _COUNT = {1: "one", 2: "two", 8: "eight"}
+
+
+_LOAD_TEXT["pz"] = (  # round 29's family (kept out of the dict above to ease merges)
+    "`pz_orchestrator` infer of a random QUERY [16] (FP32) and `pz_ensemble` infer of a "
+    "random QUERY [1, 16] in turn"
+)
 
 
 def _count_text(scenario: Scenario) -> str:

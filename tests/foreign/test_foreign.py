@@ -60,6 +60,40 @@ GAPS: dict[str, str] = {
     "at 15:26:10.24 and 15:26:21.08 are charged 11 s gaps; a stream whose client cancelled "
     "(the cancellation lines follow its READ by its deadline) should leave its count",
     # Round 28 (cx, clients that time out, cancel and retry): see the README, "Round 28".
+    # Round 29 (pz, retail search): see the README, "Round 29".
+    "pz_ensemble_miswired_v2": "ensemble_fanout reads only Triton's \"output 'X' for "
+    "ensemble 'E' is not written\" (NOT_WRITTEN); an ensemble output that no step's "
+    "output_map writes is worded otherwise on 2.51: E1126 15:33:33.879523 "
+    'model_repository_manager.cc:1460] "Poll failed for model directory '
+    "'pz_ensemble_partial': ensemble output 'FACETS' for ensemble pz_ensemble_partial' is "
+    'not used" (sic). Only model_load_failed reports it (quoting that text, which reads as '
+    "if FACETS were unused): nothing says that the ensemble's declared output FACETS is "
+    "written by no step; its 56 calls all got 'unknown model'",
+    "pz_pool_exhausted": "nothing reported. Each pz_orchestrator request's 12 pz_worker calls "
+    "ran 2 per instance at a time through its ThreadPoolExecutor(max_workers=2): 6 waves "
+    "one 21 ms worker batch apart, p50 0.147 s (0.026 s with the healthy 4 calls), while "
+    "pz_worker ran one batch of 4 (of 8) at a time with its other instance idle. "
+    "idless_fan_outs counts a child only while one parent execution is open, and both "
+    "pz_orchestrator instances run together throughout (the two clients are in step), so "
+    "no child is counted; the waves after the first are also dropped as ensemble steps "
+    "(see pz_pool_exhausted_one_client)",
+    "pz_worker_stub_dies_v0": "nothing reported. At --log-verbose 0 the log has no line "
+    "after the start (72 lines); /metrics shows pz_worker's "
+    "nv_inference_request_failure{reason=BACKEND} rising 0 -> 64 in steps of 4 from the "
+    "scrape 12 s in, but nv_inference_request_success kept rising too (148 -> 288: pz_worker_0_1 "
+    "served), and backend_failures.failing wants a run of scrapes with failures rising and "
+    "successes standing still (a dead stub of one instance of two never gives one). "
+    "/v2/models/stats also says it: 64 failures totalling 64.16 s, each 1.00 s (the "
+    "backend's wait for a stub that no longer answers) against 24.6 ms per success",
+    "pz_pool_exhausted_one_client": "nothing reported. One client: each parent runs alone "
+    "and its 12 calls reach Triton in 6 waves of 2 (pz_orchestrator_0_0 at 15:37:44.2296: "
+    "children prepared at +1.7, +25.3, +48.7, +72.1, +95.7, +119.2 ms, the execute 143 ms, "
+    "p50 0.144 s). origins.py reads a prepared: line within 2 ms of a release as an "
+    "ensemble's next step whenever the window has an ensemble (pz_ensemble), and a capped "
+    "pool issues each next call the moment a call returns, so waves 2-6 are all read as "
+    "STEP and idless_fan_outs skips them: 2 children per parent remain (min_children 8). "
+    "pz_worker is a step of no ensemble (pz_ensemble's config in the log names pz_clean, "
+    "pz_rank and pz_decode)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
