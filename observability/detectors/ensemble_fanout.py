@@ -31,13 +31,25 @@ from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
 
-__all__ = ["EnsembleFanoutDetector"]
+__all__ = ["EnsembleFanoutDetector", "miswired"]
 
 NOT_WRITTEN = re.compile(
     r"output '(?P<output>[^']+)' for ensemble '(?P<ensemble>[^']+)' is not written"
     r"(?:: at least one of its depending tensors, '(?P<tensor>[^']+)', is not connected)?"
 )
 """Releases before 23.x stop after "is not written" (server#5268, #5943): no tensor named."""
+
+NOT_USED = re.compile(
+    r"ensemble output '(?P<output>[^']+)' for ensemble '?(?P<ensemble>[^'\s]+)'? is not used"
+)
+"""An output the ensemble declares that no step's ``output_map`` writes. 2.51 words it so,
+with one quote missing: ``ensemble output 'FACETS' for ensemble pz_ensemble_partial' is not
+used`` (pz_ensemble_miswired_v2)."""
+
+
+def miswired(text: str) -> re.Match[str] | None:
+    """Triton's load error for an ensemble output no step writes, in either wording."""
+    return NOT_WRITTEN.search(text) or NOT_USED.search(text)
 
 
 @dataclass
@@ -58,7 +70,7 @@ class EnsembleFanoutDetector:
                 text = rec.text
             else:
                 continue
-            m = NOT_WRITTEN.search(text)
+            m = miswired(text)
             if m is not None:
                 groups.setdefault(m["ensemble"], []).append((rec, m))
         served = _admitted(window, set(groups))
@@ -75,9 +87,12 @@ class EnsembleFanoutDetector:
         served_ns: list[int],
     ) -> Finding:
         _, m = hits[-1]
-        output, tensor = m["output"], m["tensor"]
+        unused = m.re is NOT_USED
+        output, tensor = m["output"], None if unused else m["tensor"]
         why = (
-            f"because the tensor '{tensor}' it depends on is not produced by any step"
+            "because no step's output_map writes it (Triton says the output 'is not used')"
+            if unused
+            else f"because the tensor '{tensor}' it depends on is not produced by any step"
             if tensor
             else "because a step it depends on reads a tensor no earlier step writes (this "
             "Triton does not name it)"
@@ -104,14 +119,21 @@ class EnsembleFanoutDetector:
                 "'unknown model' while the server reports ready."
             )
         tensor = tensor or "<the unconnected tensor>"
-        advice = (
-            f"In {ensemble}/config.pbtxt, find the step whose input_map value is '{tensor}' "
+        fix = (
+            f"In {ensemble}/config.pbtxt, map '{output}' in the output_map of the step that "
+            "produces it (the value side names the ensemble tensor), or drop it from the "
+            "ensemble's outputs if no step produces it yet"
+            if unused
+            else f"In {ensemble}/config.pbtxt, find the step whose input_map value is '{tensor}' "
             "and make it name an ensemble tensor that an earlier step's output_map writes (the "
             "value side of output_map, not the producing model's own output name): to feed "
             "one tensor to two steps, map the producer's output to one ensemble tensor and "
             "use that name in both consumers' input_map. Or route through an explicit fan-out "
             "step that copies the tensor into one output per consumer (the shipped fix: "
-            "observability/lab/repos/ensemble_fanout_fixed). Then reload it "
+            "observability/lab/repos/ensemble_fanout_fixed)"
+        )
+        advice = (
+            f"{fix}. Then reload it "
             f"(POST /v2/repository/models/{ensemble}/load); Triton reports only the first "
             "unreachable output, so check the log again after the fix (server#7366, #4560)."
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.backend_failures import Raised, raised
 from observability.detectors.crashes import Crash, crashes
-from observability.detectors.ensemble_fanout import NOT_WRITTEN
+from observability.detectors.ensemble_fanout import miswired
 from observability.detectors.loads import Attempt, attempts, clock, served_since, state_line
 from observability.detectors.requests import log_ref
 from observability.detectors.window import Window
@@ -53,7 +53,7 @@ class ModelLoadFailed:
         failed: dict[str, list[Attempt]] = {}
         for a in tried:
             ended = a.ended
-            if ended is None or not a.failed or NOT_WRITTEN.search(ended.detail):
+            if ended is None or not a.failed or miswired(ended.detail):
                 continue
             later = [b for b in tried if b.model == a.model and b.at_ns > a.at_ns]
             if any(b.ended is not None and not b.failed for b in later):

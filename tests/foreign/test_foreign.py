@@ -61,14 +61,6 @@ GAPS: dict[str, str] = {
     "(the cancellation lines follow its READ by its deadline) should leave its count",
     # Round 28 (cx, clients that time out, cancel and retry): see the README, "Round 28".
     # Round 29 (pz, retail search): see the README, "Round 29".
-    "pz_ensemble_miswired_v2": "ensemble_fanout reads only Triton's \"output 'X' for "
-    "ensemble 'E' is not written\" (NOT_WRITTEN); an ensemble output that no step's "
-    "output_map writes is worded otherwise on 2.51: E1126 15:33:33.879523 "
-    'model_repository_manager.cc:1460] "Poll failed for model directory '
-    "'pz_ensemble_partial': ensemble output 'FACETS' for ensemble pz_ensemble_partial' is "
-    'not used" (sic). Only model_load_failed reports it (quoting that text, which reads as '
-    "if FACETS were unused): nothing says that the ensemble's declared output FACETS is "
-    "written by no step; its 56 calls all got 'unknown model'",
     "pz_pool_exhausted": "nothing reported. Each pz_orchestrator request's 12 pz_worker calls "
     "ran 2 per instance at a time through its ThreadPoolExecutor(max_workers=2): 6 waves "
     "one 21 ms worker batch apart, p50 0.147 s (0.026 s with the healthy 4 calls), while "
