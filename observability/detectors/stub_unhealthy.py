@@ -31,10 +31,12 @@ from observability.detectors.backend_failures import (
     failing,
     model_of_instance,
     per_scrape,
+    raised,
     raising,
     short,
 )
 from observability.detectors.instances import Execution, instances_of
+from observability.detectors.loads import clock
 from observability.detectors.requests import Lifecycle, log_ref, requests_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window, per_window
@@ -74,9 +76,44 @@ class StubUnhealthyDetector:
         }
         found += [self._failing_finding(f, f.model in python) for f in runs if f.model not in named]
         named |= {f.model for f in runs}
+        found += [self._dead_finding(window, d) for d in dead_stubs(window) if d.model not in named]
+        named |= {f.model for f in found}
+        errors = raised(window)
         return found + [
-            self._dead_finding(window, d) for d in dead_stubs(window) if d.model not in named
+            self._timed_out_finding(w)
+            for w in timed_out(window)
+            if w.model not in named and w.model not in errors
         ]
+
+    def _timed_out_finding(self, w: TimedOut) -> Finding:
+        summary = (
+            f"A python stub of {w.model} is dead or stopped answering: {w.failures} of its "
+            f"requests failed from {clock(w.since_ns)} (the first statistics that show it) to "
+            f"{clock(w.last_ns)}, each after {w.seconds:.2f} s (the python backend's wait for "
+            f"a stub that no longer answers), while {w.successes} succeeded in {_took(w.usual_s)} "
+            "each (another instance kept serving). Triton wrote no line for it: its error "
+            "went back to the caller (a BLS parent that handled it, or a client); seen in "
+            "/v2/models/stats. Triton 2.51 does not restart the stub: every request sent to "
+            "that instance fails until the model is reloaded, and health stays 200."
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=w.model,
+            first_seen_ns=w.since_ns,
+            last_seen_ns=w.last_ns,
+            summary=summary,
+            evidence=(
+                Evidence(
+                    "stats",
+                    w.last_ns,
+                    f"/v2/models/stats {w.model}",
+                    f"inference_stats.fail: +{w.failures} in {w.fail_s:.2f} s; success: "
+                    f"+{w.successes}",
+                ),
+            ),
+            advice=ADVICE,
+        )
 
     def _dead_finding(self, window: Window, d: DeadStub) -> Finding:
         first, last = d.batches[0], d.batches[-1]
@@ -307,6 +344,50 @@ def dead_stubs(window: Window) -> list[DeadStub]:
     calls = callees(inst)
     dead = {d.model for d in out}
     return [d for d in out if not calls.get(d.model, set()) & (dead - {d.model})]
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    """A model whose failures in the statistics each took the backend's stub timeout."""
+
+    model: str
+    since_ns: int
+    last_ns: int
+    failures: int
+    fail_s: float
+    successes: int
+    usual_s: float
+
+    @property
+    def seconds(self) -> float:
+        return self.fail_s / self.failures
+
+
+def timed_out(window: Window) -> list[TimedOut]:
+    """Models whose failures over the window's statistics (``_MIN_DEAD_BATCHES`` or more) each
+    took the python backend's wait for a dead stub, while their successes were fast: one
+    instance's stub dead, its siblings serving, where no log line tells it (--log-verbose 0,
+    the caller handling the error: pz_worker_stub_dies_v0, 64 failures of 1.00 s against 24.6
+    ms per success). /metrics alone cannot tell it from a model that raises now and then."""
+    series: dict[tuple[str, str], list[ev.ModelStats]] = {}
+    for s in sorted(window.model_stats, key=lambda s: s.at_ns):
+        series.setdefault((s.model, s.version), []).append(s)
+    out = []
+    for snaps in series.values():
+        a, b = snaps[0], snaps[-1]
+        rose = next((s.at_ns for s in snaps if s.fail_count > a.fail_count), b.at_ns)
+        failures, fail_ns = b.fail_count - a.fail_count, b.fail_ns - a.fail_ns
+        successes, success_ns = b.success_count - a.success_count, b.success_ns - a.success_ns
+        if failures < _MIN_DEAD_BATCHES or fail_ns <= 0:
+            continue
+        each = fail_ns / failures / 1e9
+        usual = success_ns / successes / 1e9 if successes > 0 else None
+        if not _DEAD_STUB_S[0] <= each <= _DEAD_STUB_S[1]:
+            continue
+        if usual is None or usual >= _FAST_BEFORE * _DEAD_STUB_S[0]:
+            continue  # nothing fast served meanwhile: a slow model failing, not a dead stub
+        out.append(TimedOut(a.model, rose, b.at_ns, failures, fail_ns / 1e9, successes, usual))
+    return out
 
 
 def _took(seconds: float) -> str:

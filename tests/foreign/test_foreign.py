@@ -69,14 +69,6 @@ GAPS: dict[str, str] = {
     "pz_orchestrator instances run together throughout (the two clients are in step), so "
     "no child is counted; the waves after the first are also dropped as ensemble steps "
     "(see pz_pool_exhausted_one_client)",
-    "pz_worker_stub_dies_v0": "nothing reported. At --log-verbose 0 the log has no line "
-    "after the start (72 lines); /metrics shows pz_worker's "
-    "nv_inference_request_failure{reason=BACKEND} rising 0 -> 64 in steps of 4 from the "
-    "scrape 12 s in, but nv_inference_request_success kept rising too (148 -> 288: pz_worker_0_1 "
-    "served), and backend_failures.failing wants a run of scrapes with failures rising and "
-    "successes standing still (a dead stub of one instance of two never gives one). "
-    "/v2/models/stats also says it: 64 failures totalling 64.16 s, each 1.00 s (the "
-    "backend's wait for a stub that no longer answers) against 24.6 ms per success",
     "pz_pool_exhausted_one_client": "nothing reported. One client: each parent runs alone "
     "and its 12 calls reach Triton in 6 waves of 2 (pz_orchestrator_0_0 at 15:37:44.2296: "
     "children prepared at +1.7, +25.3, +48.7, +72.1, +95.7, +119.2 ms, the execute 143 ms, "
