@@ -96,22 +96,22 @@ class StubUnhealthyDetector:
             "/v2/models/stats. Triton 2.51 does not restart the stub: every request sent to "
             "that instance fails until the model is reloaded, and health stays 200."
         )
+        told = f"inference_stats.fail: +{w.failures} in {w.fail_s:.2f} s; success: +{w.successes}"
+        said = Evidence("stats", w.last_ns, f"/v2/models/stats {w.model}", told)
+        return self._unlogged(w.model, w.since_ns, w.last_ns, summary, said)
+
+    def _unlogged(
+        self, model: str, since_ns: int, last_ns: int, summary: str, said: Evidence
+    ) -> Finding:
+        """A dead stub no log line tells, from what a scrape says (``said``)."""
         return Finding(
             kind=self.kind,
             severity=Severity.CRITICAL,
-            model=w.model,
-            first_seen_ns=w.since_ns,
-            last_seen_ns=w.last_ns,
+            model=model,
+            first_seen_ns=since_ns,
+            last_seen_ns=last_ns,
             summary=summary,
-            evidence=(
-                Evidence(
-                    "stats",
-                    w.last_ns,
-                    f"/v2/models/stats {w.model}",
-                    f"inference_stats.fail: +{w.failures} in {w.fail_s:.2f} s; success: "
-                    f"+{w.successes}",
-                ),
-            ),
+            evidence=(said,),
             advice=ADVICE,
         )
 
@@ -173,23 +173,9 @@ class StubUnhealthyDetector:
             "parent that handled it, or an ensemble's clients); seen on /metrics."
         )
         ref = f'{FAILURES}{{model="{f.model}",reason="BACKEND"}} @ {f.target}'
-        return Finding(
-            kind=self.kind,
-            severity=Severity.CRITICAL,
-            model=f.model,
-            first_seen_ns=f.since_ns,
-            last_seen_ns=f.last_ns,
-            summary=summary,
-            evidence=(
-                Evidence(
-                    "metrics",
-                    f.last_ns,
-                    ref,
-                    f"rose by {f.failures:g} while {SUCCESSES} stayed at {f.successes:g}",
-                ),
-            ),
-            advice=ADVICE,
-        )
+        told = f"rose by {f.failures:g} while {SUCCESSES} stayed at {f.successes:g}"
+        said = Evidence("metrics", f.last_ns, ref, told)
+        return self._unlogged(f.model, f.since_ns, f.last_ns, summary, said)
 
     def _from_log(self, window: Window, lines: list[ev.StubHealth]) -> list[Finding]:
         groups: dict[str, list[ev.StubHealth]] = {}
