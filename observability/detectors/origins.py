@@ -61,14 +61,16 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     the line of a client's doc_router request 0.2 ms later, which then read as a call). A
     second pass keeps such lines from the models clients hardly ever called in the first."""
     records = list(records)
-    releases = sorted(r.header.at_ns for r in records if isinstance(r, ev.InstanceReleased))
-    first = _origins(records, frozenset(), releases)
+    released = _released(records)
+    releases = [at for at, _ in released]
+    steps = _step_models(records, released)
+    first = _origins(records, frozenset(), releases, steps)
     prepared = _prepared(records)
     sent = shares(first, prepared, CLIENT)
     internal = frozenset(
         m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
     )  # a model no frontend line went to has nothing to take back: no second pass for it
-    found = _origins(records, internal, releases) if internal else first
+    found = _origins(records, internal, releases, steps) if internal else first
     # Whole-second times (Window.whole_seconds) put every line of a second near a release:
     # nearness says nothing there, so no model's share of it does either.
     return found if whole_seconds else _steps_by_model(releases, found, prepared)
@@ -154,10 +156,14 @@ its share comes from model-less frontend lines its BLS calls took."""
 
 
 def _origins(
-    records: list[object], internal: frozenset[str], releases: list[int]
+    records: list[object],
+    internal: frozenset[str],
+    releases: list[int],
+    steps: frozenset[str] | None,
 ) -> dict[tuple[int, int], str]:
     """``origins`` with model-less frontend lines kept from ``internal`` models' requests;
-    ``releases``: the times of the records' release lines, in order."""
+    ``releases``: the times of the records' release lines, in order; ``steps``: the models
+    an ensemble may call (``_step_models``; None: any)."""
     executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
     out: dict[tuple[int, int], str] = {}
     tokens: list[tuple[int, str]] = []  # unconsumed frontend lines: (at, model or "")
@@ -177,8 +183,8 @@ def _origins(
             if hit is not None:
                 tokens.remove(hit)
                 out[(at, r.header.offset)] = CLIENT
-            elif (last_scheduled is not None and at - last_scheduled <= _STEP_NS) or _near(
-                releases, at
+            elif (last_scheduled is not None and at - last_scheduled <= _STEP_NS) or (
+                (steps is None or r.model in steps) and _near(releases, at)
             ):
                 out[(at, r.header.offset)] = STEP
             else:
@@ -198,6 +204,56 @@ def _model_of(path: str) -> str:
     """``/v2/models/<m>/versions/<v>/infer`` -> ``m``; ``""`` when the path names none."""
     parts = path.split("/")
     return parts[3] if len(parts) > 3 and parts[1:3] == ["v2", "models"] else ""
+
+
+def _released(records: list[object]) -> list[tuple[int, str]]:
+    """``(at_ns, model)`` of every release line, in time order (the model from its instance's
+    ``executing`` line; ``""`` when none is in the records)."""
+    model_of = {r.instance: r.model for r in records if isinstance(r, ev.InstanceExecuting)}
+    return sorted(
+        (r.header.at_ns, model_of.get(r.instance, ""))
+        for r in records
+        if isinstance(r, ev.InstanceReleased)
+    )
+
+
+def _step_models(records: list[object], released: list[tuple[int, str]]) -> frozenset[str] | None:
+    """The models an ensemble of the records may call as a step; None when the records show
+    no ensemble (a model admitted without an instance of its own). A first step is admitted
+    right after its ensemble's own request; a next step right after a release of the step
+    before it, another step's model. A model admitted near releases of no step at all is
+    nobody's step, however often it follows its own releases: a capped pool issues each call
+    as the last one returns (pz_pool_exhausted_one_client: a 2-thread pool's 6 waves of
+    pz_worker calls, read as an ensemble's steps because the window has one)."""
+    prepared = [r for r in records if isinstance(r, ev.RequestPrepared)]
+    executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
+    ensembles = {r.model for r in prepared} - executed
+    if not ensembles:
+        return None
+    steps: set[str] = set()
+    near: dict[str, set[str]] = {}
+    times = [at for at, _ in released]
+    last: int | None = None
+    for r in prepared:
+        at = r.header.at_ns
+        if r.model in ensembles:
+            last = at
+            continue
+        if last is not None and at - last <= _STEP_NS:
+            steps.add(r.model)
+        i = bisect_left(times, at - _STEP_NS)
+        seen = near.setdefault(r.model, set())
+        while i < len(times) and times[i] <= at + _STEP_NS:
+            seen.add(released[i][1])
+            i += 1
+    grown = True
+    while grown:
+        grown = False
+        for model, after in near.items():
+            if model not in steps and (after - {model}) & steps:
+                steps.add(model)
+                grown = True
+    return frozenset(steps | ensembles)
 
 
 def _near(times: list[int], at: int) -> bool:

@@ -67,17 +67,7 @@ GAPS: dict[str, str] = {
     "pz_worker ran one batch of 4 (of 8) at a time with its other instance idle. "
     "idless_fan_outs counts a child only while one parent execution is open, and both "
     "pz_orchestrator instances run together throughout (the two clients are in step), so "
-    "no child is counted; the waves after the first are also dropped as ensemble steps "
-    "(see pz_pool_exhausted_one_client)",
-    "pz_pool_exhausted_one_client": "nothing reported. One client: each parent runs alone "
-    "and its 12 calls reach Triton in 6 waves of 2 (pz_orchestrator_0_0 at 15:37:44.2296: "
-    "children prepared at +1.7, +25.3, +48.7, +72.1, +95.7, +119.2 ms, the execute 143 ms, "
-    "p50 0.144 s). origins.py reads a prepared: line within 2 ms of a release as an "
-    "ensemble's next step whenever the window has an ensemble (pz_ensemble), and a capped "
-    "pool issues each next call the moment a call returns, so waves 2-6 are all read as "
-    "STEP and idless_fan_outs skips them: 2 children per parent remain (min_children 8). "
-    "pz_worker is a step of no ensemble (pz_ensemble's config in the log names pz_clean, "
-    "pz_rank and pz_decode)",
+    "no child is counted (the one-client twin, pz_pool_exhausted_one_client, is found)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
