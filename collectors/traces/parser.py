@@ -248,7 +248,9 @@ def _apply(builders: dict[int, _Builder], record: Any) -> bool:
         for item in raw:
             if not isinstance(item, dict) or not isinstance(item.get("name"), str):
                 raise ValueError(f"a timestamp needs a name and ns, got {item!r:.80}")
-            stamps.append((_stage(_text(item["name"])), _int(item.get("ns"), "timestamp 'ns'")))
+            ns = _int(item.get("ns"), "timestamp 'ns'")
+            if ns:  # 0: a stage never reached (2.51's HTTP_SEND_START of a generate_stream)
+                stamps.append((_stage(_text(item["name"])), ns))
     header: tuple[str, str, str, int | None] | None = None
     if has_header:
         model = record["model_name"]

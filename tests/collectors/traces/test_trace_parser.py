@@ -106,6 +106,21 @@ def test_child_without_parent_is_an_orphan() -> None:
     ]
 
 
+def test_a_stage_never_reached_is_left_out() -> None:
+    """Triton 2.51 writes ``HTTP_SEND_START`` as 0 for an HTTP generate_stream response
+    (recorded in tests/fixtures/foreign/gen_llm_stall_http): a monotonic 0, which the host's
+    clock offset turned into the host's boot, a day before the capture, widening analyze's
+    window to it."""
+    records = [
+        {"id": 1, "model_name": "gen_ensemble", "model_version": 1},
+        {"id": 1, "timestamps": [{"name": "HTTP_RECV_START", "ns": 84002001476889}]},
+        {"id": 1, "timestamps": [{"name": "INFER_RESPONSE_COMPLETE", "ns": 84002129705263}]},
+        {"id": 1, "timestamps": [{"name": "HTTP_SEND_START", "ns": 0}]},
+    ]
+    (span,) = parse_trace_file(json.dumps(records), "f")
+    assert [name for name, _ in span.timestamps] == ["HTTP_RECV_START", "INFER_RESPONSE_COMPLETE"]
+
+
 def test_every_truncation_of_a_real_file_keeps_complete_records() -> None:
     text = (DEMO / "trace.json.1").read_text()
     full = {s.trace_id: s for s in parse_trace_file(text, "f")}
