@@ -7,7 +7,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``:
+``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -27,7 +27,9 @@ clients open one gRPC stream per request to two decoupled models that answer fro
 background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in turn). The
 ``cx`` clients (``tests.foreign.cxload``, ``Scenario.cx``) set client-side deadlines (gRPC
 ``client_timeout``, HTTP ``network_timeout``) that a tail of slow requests outlives, and may
-retry. Each scenario leaves:
+retry. The ``zoo`` clients pick one of 22 models by a skewed weight (a few hot models get
+most requests) and send the rare ones on a fixed schedule (``_ZOO_RARE``). Each scenario
+leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -116,7 +118,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg`` or ``cx``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx`` or ``zoo``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
