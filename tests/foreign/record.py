@@ -4402,6 +4402,279 @@ _PZ_V0 = (
 SCENARIOS.update({s.name: s for s in _PZ_V0})
 
 
+# ----------------------------------------------------------------- zoo (round 30)
+# A model zoo with sparse, uneven traffic: 20 small python models, a BLS router and an
+# ensemble on one server; a few hot models get most requests, most get one every few
+# seconds, some only 1 to 8 in the window (a fixed schedule). Everything zoo-specific lives
+# in this block and in the ``if repo == "zoo"`` branches of _inputs, _send and _worker.
+
+_ZOO_HOT = (  # (target, weight): what the two background clients pick, at random
+    ("zoo_lang_detect", 30),
+    ("zoo_sentiment_en", 20),
+    ("zoo_router", 15),
+    ("zoo_ensemble", 8),
+    ("zoo_sentiment_de", 3),
+    ("zoo_ner", 3),
+    ("zoo_price_v2", 3),
+    ("zoo_toxicity", 3),
+    ("zoo_spam_filter", 3),
+)
+_ZOO_ROUTED = (("zoo_intent_en", 6), ("zoo_intent_de", 3), ("zoo_faq_match", 1))
+"""zoo_router's child (request parameter ``zoo_child``) for the clients' router requests."""
+_ZOO_RARE = (  # (seconds after the capture started, target): one request each, in a thread
+    (2, "zoo_ocr_receipt"),
+    (3, "zoo_currency_fx"),
+    (3, "zoo_router:zoo_spell_fix"),
+    (4, "zoo_dedupe"),
+    (5, "zoo_geo_resolve"),
+    (6, "zoo_summarize_short"),
+    (7, "zoo_fraud_lite"),
+    (8, "zoo_router:zoo_spell_fix"),
+    (9, "zoo_translate_fr"),
+    (11, "zoo_currency_fx"),
+    (13, "zoo_geo_resolve"),
+    (13, "zoo_router:zoo_spell_fix"),
+    (15, "zoo_fraud_lite"),
+    (16, "zoo_dedupe"),
+    (18, "zoo_summarize_short"),
+    (18, "zoo_router:zoo_spell_fix"),
+    (19, "zoo_currency_fx"),
+    (21, "zoo_geo_resolve"),
+    (22, "zoo_dedupe"),
+    (23, "zoo_router:zoo_spell_fix"),
+    (25, "zoo_translate_fr"),
+    (26, "zoo_fraud_lite"),
+    (27, "zoo_currency_fx"),
+    (28, "zoo_router:zoo_spell_fix"),
+    (29, "zoo_geo_resolve"),
+    (30, "zoo_ocr_receipt"),
+    (31, "zoo_fraud_lite"),
+    (33, "zoo_summarize_short"),
+    (33, "zoo_router:zoo_spell_fix"),
+    (34, "zoo_dedupe"),
+    (35, "zoo_currency_fx"),
+    (36, "zoo_translate_fr"),
+    (37, "zoo_geo_resolve"),
+    (38, "zoo_ocr_receipt"),
+    (38, "zoo_router:zoo_spell_fix"),
+)
+
+_ZOO_SERVED = (
+    "a model zoo of 22 models (20 python models from one template, 3 to 60 ms a batch, "
+    "zoo_sentiment_en and zoo_ner with 2 instances, zoo_sentiment_en, zoo_toxicity, "
+    "zoo_spam_filter and zoo_embed_small with dynamic batching; zoo_router, python BLS, 2 "
+    "instances, one exec() per request to one of zoo_intent_en, zoo_intent_de, zoo_faq_match "
+    "and zoo_spell_fix; zoo_ensemble, zoo_tokenize then zoo_embed_small) under two id-less "
+    "gRPC clients picking a hot or medium model at random (zoo_lang_detect 30 %, "
+    "zoo_sentiment_en 20 %, zoo_router 15 %, zoo_ensemble 8 %, five more 3 % each) and a "
+    "fixed schedule of single requests to the rare ones (1 to 8 each in the window)"
+)
+
+
+def _zoo_send(client: object, inputs: dict[str, np.ndarray], params: dict) -> object:
+    """``zoo_model`` in ``params`` (``model`` or ``zoo_router:<child>``) picks the target
+    (not sent as a request parameter); a router request carries its child as ``zoo_child``."""
+    params = dict(params)
+    model = str(params.pop("zoo_model", "zoo_lang_detect"))
+    if ":" in model:
+        model, params["zoo_child"] = model.split(":", 1)
+    return client.infer(model, inputs, "", parameters=params or None)  # type: ignore[attr-defined]
+
+
+def _zoo_pick(rng: np.random.Generator, table: tuple[tuple[str, int], ...]) -> str:
+    weights = np.array([w for _, w in table], dtype=float)
+    return table[int(rng.choice(len(table), p=weights / weights.sum()))][0]
+
+
+def _zoo_rare(url: str, at_s: float, target: str, out: Outcomes, t0: float) -> None:
+    from observability.load import TritonClient
+
+    client = TritonClient(url, timeout_s=10, send_ids=False)
+    try:
+        inputs = _inputs("zoo", np.random.default_rng(int(at_s * 100)))
+        out.add(f"healthy:{target}", _zoo_send(client, inputs, {"zoo_model": target}), t0)
+    finally:
+        client.close()
+
+
+def _zoo_worker(
+    url: str, seed: int, stop: threading.Event, until: float, out: Outcomes, t0: float, cap: int
+) -> None:
+    """One background client (random hot and medium models, 0.25 s apart); client 1 also
+    sends the rare models' fixed schedule, each request in its own thread."""
+    from observability.load import TritonClient
+
+    timers = []
+    if seed == 1:
+        for at_s, target in _ZOO_RARE:
+            timer = threading.Timer(
+                max(0.0, t0 + at_s - time.monotonic()), _zoo_rare, (url, at_s, target, out, t0)
+            )
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
+    client = TritonClient(url, timeout_s=10, send_ids=False)
+    rng = np.random.default_rng(seed)
+    try:
+        for _ in range(cap):
+            if stop.is_set() or time.monotonic() > until:
+                break
+            model = _zoo_pick(rng, _ZOO_HOT)
+            if model == "zoo_router":
+                model = f"zoo_router:{_zoo_pick(rng, _ZOO_ROUTED)}"
+            outcome = _zoo_send(client, _inputs("zoo", rng), {"zoo_model": model})
+            out.add("healthy", outcome, t0)
+            stop.wait(_PAUSE_S["zoo"])
+    finally:
+        client.close()
+        for timer in timers:
+            timer.cancel()
+
+
+_ZOO_HEALTHY_NOTE = (
+    "Nothing of warning or above is expected: every model answered every request at its "
+    "usual latency; most models ran only a handful of requests in the window."
+)
+_ZOO_BURSTY_NOTE = (
+    "Nothing of warning or above is expected: zoo_ocr_receipt (one instance, 30 ms) was idle "
+    "from 2 s to 24 s, then 20 clients called it at once and it worked through them one at a "
+    "time (the last waited about 0.6 s in its queue, then the queue was empty again); "
+    "zoo_currency_fx's third request took 0.44 s instead of 0.04 s, once. Both answered every "
+    "request; nobody must be paged."
+)
+_ZOO_HANG_NOTE = (
+    "What happened: zoo_geo_resolve's third request (21 s in) never returned (the client's "
+    "10 s deadline passed; the instance was still executing it when the capture ended) and "
+    "its single instance held it, so its later requests (29 s, 37 s) queued behind it: "
+    "hung_request on zoo_geo_resolve. Every other model served normally (`absent`: "
+    "hung_request on zoo_lang_detect, the hottest)."
+)
+_ZOO_RAISE_NOTE = (
+    "What happened: zoo_spell_fix (zoo_router's rarely-called child, one request every 5 s) "
+    "raised in execute for every request after its second (13 s in, 6 requests in all); "
+    "zoo_router returned each error to its caller ('intent lookup failed: ...') while its "
+    "three other children kept answering: model_failing on zoo_spell_fix. `absent`: "
+    "model_failing on zoo_intent_en (a sibling child that never failed)."
+)
+_ZOO_SAT_NOTE = (
+    "What happened: from 10 s to 25 s six more clients called zoo_lang_detect (one instance, "
+    "25 ms a request, no dynamic batching) back to back: its instance was busy all the time "
+    "and about five requests waited in its queue, so each request took about six times its "
+    "compute time: instance_saturation on zoo_lang_detect. `absent`: instance_saturation on "
+    "zoo_sentiment_en (two instances, lightly used)."
+)
+
+_ZOO = (
+    Scenario(
+        "zoo_healthy",
+        "zoo",
+        f"{_ZOO_SERVED}; nothing injected; verbose log: the twin of every zoo_* fault",
+        (),
+        duration_s=40,
+        note=_ZOO_HEALTHY_NOTE,
+    ),
+    Scenario(
+        "zoo_healthy_bursty",
+        "zoo",
+        f"{_ZOO_SERVED}; ZOO_SLOW_MODEL=zoo_currency_fx ZOO_SLOW_AT=3 ZOO_SLOW_MS=400 (its "
+        "third request, 19 s in, is a legitimately slow one, 0.44 s); 24 s in, after 22 s "
+        "idle, 20 clients call zoo_ocr_receipt at once",
+        (),
+        duration_s=40,
+        env={"ZOO_SLOW_MODEL": "zoo_currency_fx", "ZOO_SLOW_AT": "3", "ZOO_SLOW_MS": "400"},
+        injections=(
+            Injection(
+                24, 20, {"zoo_model": "zoo_ocr_receipt"}, 10, "a burst of 20 on a cold model"
+            ),
+        ),
+        note=_ZOO_BURSTY_NOTE,
+    ),
+    Scenario(
+        "zoo_rare_model_hang",
+        "zoo",
+        f"{_ZOO_SERVED}; ZOO_HANG_MODEL=zoo_geo_resolve ZOO_HANG_AT=3: the rarely-called "
+        "zoo_geo_resolve (5 requests in the window, one instance) sleeps 300 s in its third "
+        "request (21 s in)",
+        (("hung_request", "zoo_geo_resolve"),),
+        duration_s=40,
+        env={"ZOO_HANG_MODEL": "zoo_geo_resolve", "ZOO_HANG_AT": "3"},
+        note=_ZOO_HANG_NOTE,
+    ),
+    Scenario(
+        "zoo_router_child_raises",
+        "zoo",
+        f"{_ZOO_SERVED}; ZOO_RAISE_MODEL=zoo_spell_fix ZOO_RAISE_AFTER=2: zoo_router's "
+        "rarely-called child zoo_spell_fix raises in execute for every request after its "
+        "second (from 13 s in); the router returns the error to its caller",
+        (("model_failing", "zoo_spell_fix"),),
+        duration_s=40,
+        env={"ZOO_RAISE_MODEL": "zoo_spell_fix", "ZOO_RAISE_AFTER": "2"},
+        note=_ZOO_RAISE_NOTE,
+    ),
+    Scenario(
+        "zoo_hot_model_saturated",
+        "zoo",
+        f"{_ZOO_SERVED}; 10 s in, six more clients call the hottest model, zoo_lang_detect "
+        "(one instance, 25 ms), back to back for 15 s: its queue grows",
+        (("instance_saturation", "zoo_lang_detect"),),
+        duration_s=40,
+        injections=(
+            Injection(
+                10,
+                6,
+                {"zoo_model": "zoo_lang_detect"},
+                10,
+                "six clients back to back on the hottest model",
+                repeat_s=15,
+            ),
+        ),
+        note=_ZOO_SAT_NOTE,
+    ),
+)
+SCENARIOS.update({s.name: s for s in _ZOO})
+_ZOO_CHILD_HANG_NOTE = (
+    "What happened: zoo_spell_fix's third request (13 s in, sent through zoo_router) never "
+    "returned; its single instance held it, so its fourth (18 s) queued behind it, and each "
+    "of the two held one zoo_router instance inside a synchronous exec(): from 18 s on both "
+    "router instances were held and every zoo_router request queued (the routed requests to "
+    "the healthy intent models timed out too). The fault is zoo_spell_fix's hang: "
+    "hung_request on zoo_spell_fix. zoo_router is its victim (not expected, not `absent`: "
+    "its instances are truly held); `absent`: hung_request on zoo_intent_en, a sibling child "
+    "that answered every request it received."
+)
+_ZOO_LATE = (
+    Scenario(
+        "zoo_router_child_hangs",
+        "zoo",
+        f"{_ZOO_SERVED}; ZOO_HANG_MODEL=zoo_spell_fix ZOO_HANG_AT=3: zoo_router's "
+        "rarely-called child zoo_spell_fix (8 requests in the window, one instance) sleeps "
+        "300 s in its third request (13 s in), inside the router's synchronous exec()",
+        (("hung_request", "zoo_spell_fix"),),
+        duration_s=40,
+        env={"ZOO_HANG_MODEL": "zoo_spell_fix", "ZOO_HANG_AT": "3"},
+        note=_ZOO_CHILD_HANG_NOTE,
+    ),
+)
+SCENARIOS.update({s.name: s for s in _ZOO_LATE})
+SCENARIOS["zoo_rare_model_hang_quiet"] = replace(
+    SCENARIOS["zoo_rare_model_hang"],
+    name="zoo_rare_model_hang_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['zoo_rare_model_hang'].summary}",
+    expected=(("model_stalled", "zoo_geo_resolve"),),
+    log_verbose=0,
+    trace=False,
+    note=(
+        "What happened: as in zoo_rare_model_hang, but the level-0 log has no line after the "
+        "start. /metrics: zoo_geo_resolve's nv_inference_request_success stops at 2; its "
+        "pending gauge stays 0 while the third request executes (the executing request is "
+        "not pending), then reads 1 from 29 s (the fourth queued behind it) and 2 from 37 s "
+        "(the fifth): model_stalled "
+        "on zoo_geo_resolve, as for every earlier quiet hang of a model whose only instance "
+        "is held. `absent`: model_stalled on zoo_lang_detect."
+    ),
+)
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -4510,6 +4783,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return genload.gen_inputs(rng)
     if repo == "bg":  # a query (or clip) of 8 to 40 token ids; no batch dimension
         return {"QUERY": rng.integers(1, 30000, size=int(rng.integers(8, 41))).astype(np.int32)}
+    if repo == "zoo":  # one text's 8 features, batched [1, 8]
+        return {"X": rng.standard_normal((1, 8)).astype(np.float32)}
     if repo == "pz":  # a query's 16 hashed term weights (pz_ensemble gets it as [1, 16])
         return {"QUERY": (rng.standard_normal(16) * 1.5).astype(np.float32)}
     if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
@@ -4577,6 +4852,8 @@ def _send(
         return _ops_send(client, inputs, params, request_id)
     if repo == "pz":
         return _pz_send(client, inputs, params, request_id)
+    if repo == "zoo":
+        return _zoo_send(client, inputs, params)
     if repo == "warm":
         return client.infer("warm_gateway", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "xl":
@@ -4746,6 +5023,7 @@ _PAUSE_S = {
 
 
 _PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease merges)
+_PAUSE_S["zoo"] = 0.25  # round 30's family
 
 
 _JITTERED = frozenset({"emb"})
@@ -4802,6 +5080,9 @@ def _worker(
     cap: int = MAX_REQUESTS_PER_WORKER,
     cx: str = "",
 ) -> None:
+    if repo == "zoo":  # hot models at random, rare ones on a schedule
+        _zoo_worker(url, seed, stop, until, out, t0, cap)
+        return
     if repo == "cx":  # deadlines, cancellations and retries (tests.foreign.cxload)
         cxload.cx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, cxload.PLANS[cx])
         return
@@ -5312,6 +5593,11 @@ _COUNT = {1: "one", 2: "two", 8: "eight"}
 _LOAD_TEXT["pz"] = (  # round 29's family (kept out of the dict above to ease merges)
     "`pz_orchestrator` infer of a random QUERY [16] (FP32) and `pz_ensemble` infer of a "
     "random QUERY [1, 16] in turn"
+)
+_LOAD_TEXT["zoo"] = (  # round 30's family
+    "an infer of a random X [1, 8] (FP32) to a model picked at random by weight (see "
+    "the summary); client 1 also sends the rare models' fixed schedule (`_ZOO_RARE`), each "
+    "request in its own thread"
 )
 
 
