@@ -75,11 +75,13 @@ def last_call(window: Window, inst: Instances, stuck: list[Execution]) -> LastCa
         return None
     model = stuck[0].model
     called = callees(inst).get(model)
+    if called is None:  # too few batches to learn what it calls: any request would do
+        return None  # (zoo_rare_model_hang: a rare leaf given a client's request as its call)
     since = min(s.start_ns for s in stuck)
     done = sorted(
         ((r, x) for x in inst.executions
          if x.end_ns is not None and x.end_ns > since and x.model != model
-         and (called is None or x.model in called)
+         and x.model in called
          for r in x.requests
          if r.prepared_ns > since and (r.prepared_ns, r.offset) not in inst.steps),
         key=lambda rx: rx[0].prepared_ns,

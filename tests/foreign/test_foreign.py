@@ -69,18 +69,6 @@ GAPS: dict[str, str] = {
     "pz_orchestrator instances run together throughout (the two clients are in step), so "
     "no child is counted (the one-client twin, pz_pool_exhausted_one_client, is found)",
     # Round 30 (zoo, a model zoo with sparse, uneven traffic): see the README, "Round 30".
-    "zoo_router_child_hangs": "wrong model: hung_request names zoo_router, not zoo_spell_fix. "
-    "zoo_spell_fix_0_0 executes from 16:24:10.5047 (the call of zoo_router_0_1, prepared "
-    "0.5 ms after that batch started) and never releases; zoo_router_0_0's call at "
-    "16:24:15.4845 queues behind it, then 8 client requests queue for zoo_router (both "
-    "instances held). The finding reads the chain backwards: zoo_router_0_1 'waits on 9 BLS "
-    "calls to zoo_router ... issued by zoo_spell_fix_0_0'. waits.callees learns zoo_router's "
-    "callees as {zoo_intent_en, zoo_intent_de} only (spell_fix and faq_match are called in "
-    "fewer than _CALLEE_SHARE 0.3 of its batches) and zoo_spell_fix's as None (2 completed "
-    "batches, under _MIN_BATCHES_TO_LEARN 5: any open request counts), so the zoo_router "
-    "client requests admitted after spell_fix's batch started become its calls, although "
-    "zoo_router is in client_only; the rare child is then an intermediate of the chain and "
-    "gets no finding of its own",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
