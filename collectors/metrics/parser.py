@@ -25,7 +25,8 @@ Malformed input: two modes over one implementation.
 Rules that are stricter than ``prometheus_client`` (it accepts all of these silently):
 a second ``# HELP``/``# TYPE`` for one family, ``# TYPE`` after that family's samples, an
 unknown type, a family that reappears after another began, an unknown escape in a
-label value, a non-integer timestamp, text after the timestamp. In lenient mode a
+label value, a non-integer timestamp, text after the timestamp, whitespace other than
+spaces and tabs between label pairs (a CR). In lenient mode a
 reappearing family is reported and then kept as a separate family, so no sample is lost.
 """
 
