@@ -426,13 +426,23 @@ def _thread_died(window: Window, stream: LogStream, deadline_s: float) -> str:
 
 def _still_executing(window: Window, calls: list[ev.RequestPrepared]) -> ev.RequestPrepared | None:
     """The first of ``calls`` whose batch has not been released by the window's end."""
-    executing = {
-        (r.prepared_ns, r.offset)
-        for x in instances_of(window).executions
-        if x.end_ns is None
-        for r in x.requests
+    batch = _batch_of(window)
+    return next(
+        (
+            c
+            for c in calls
+            if (x := batch.get((c.header.at_ns, c.header.offset))) is not None and x.end_ns is None
+        ),
+        None,
+    )
+
+
+@per_window
+def _batch_of(window: Window) -> dict[tuple[int, int], Execution]:
+    """The batch each admitted request ran in, by its ``prepared:`` line (time, offset)."""
+    return {
+        (r.prepared_ns, r.offset): x for x in instances_of(window).executions for r in x.requests
     }
-    return next((c for c in calls if (c.header.at_ns, c.header.offset) in executing), None)
 
 
 _SAME_REQUEST_NS = 1_000_000_000
@@ -577,10 +587,7 @@ def _held_by(window: Window, stream: LogStream) -> str:
 def _fate(window: Window, call: ev.RequestPrepared) -> str:
     """What became of a call: still executing (the stream waits on it), or released, when the
     stream's own code may have stopped after it as well as a decoupled callee's sends."""
-    admitted = {
-        (r.prepared_ns, r.offset): x for x in instances_of(window).executions for r in x.requests
-    }
-    x = admitted.get((call.header.at_ns, call.header.offset))
+    x = _batch_of(window).get((call.header.at_ns, call.header.offset))
     if x is None:
         return "and was not seen executing"
     if x.end_ns is None:
