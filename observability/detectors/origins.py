@@ -61,16 +61,17 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     the line of a client's doc_router request 0.2 ms later, which then read as a call). A
     second pass keeps such lines from the models clients hardly ever called in the first."""
     records = list(records)
+    executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
     released = _released(records)
     releases = [at for at, _ in released]
-    steps = _step_models(records, released)
-    first = _origins(records, frozenset(), releases, steps)
+    steps = _step_models(records, released, executed)
+    first = _origins(records, frozenset(), releases, steps, executed)
     prepared = _prepared(records)
     sent = shares(first, prepared, CLIENT)
     internal = frozenset(
         m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
     )  # a model no frontend line went to has nothing to take back: no second pass for it
-    found = _origins(records, internal, releases, steps) if internal else first
+    found = _origins(records, internal, releases, steps, executed) if internal else first
     # Whole-second times (Window.whole_seconds) put every line of a second near a release:
     # nearness says nothing there, so no model's share of it does either.
     return found if whole_seconds else _steps_by_model(releases, found, prepared)
@@ -160,11 +161,12 @@ def _origins(
     internal: frozenset[str],
     releases: list[int],
     steps: frozenset[str] | None,
+    executed: set[str],
 ) -> dict[tuple[int, int], str]:
     """``origins`` with model-less frontend lines kept from ``internal`` models' requests;
     ``releases``: the times of the records' release lines, in order; ``steps``: the models
-    an ensemble may call (``_step_models``; None: any)."""
-    executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
+    an ensemble may call (``_step_models``; None: any); ``executed``: the models with
+    instances of their own."""
     out: dict[tuple[int, int], str] = {}
     tokens: list[tuple[int, str]] = []  # unconsumed frontend lines: (at, model or "")
     last_scheduled: int | None = None  # the last prepared of a model without instances
@@ -217,7 +219,9 @@ def _released(records: list[object]) -> list[tuple[int, str]]:
     )
 
 
-def _step_models(records: list[object], released: list[tuple[int, str]]) -> frozenset[str] | None:
+def _step_models(
+    records: list[object], released: list[tuple[int, str]], executed: set[str]
+) -> frozenset[str] | None:
     """The models an ensemble of the records may call as a step; None when the records show
     no ensemble (a model admitted without an instance of its own). A first step is admitted
     right after its ensemble's own request; a next step right after a release of the step
@@ -226,7 +230,6 @@ def _step_models(records: list[object], released: list[tuple[int, str]]) -> froz
     as the last one returns (pz_pool_exhausted_one_client: a 2-thread pool's 6 waves of
     pz_worker calls, read as an ensemble's steps because the window has one)."""
     prepared = [r for r in records if isinstance(r, ev.RequestPrepared)]
-    executed = {r.model for r in records if isinstance(r, ev.InstanceExecuting)}
     ensembles = {r.model for r in prepared} - executed
     if not ensembles:
         return None
