@@ -16,12 +16,18 @@ from tests.detectors.recording import RecordedRun, record
 pytestmark = pytest.mark.lab
 
 
-def _found(bundle: Path) -> set[tuple[str, str]]:
+def _found(bundle: Path) -> dict[tuple[str, str], str]:
+    """Each finding's kind and model, with its summary: a failure on a loaded CI machine
+    must say what the fresh run saw (a Triton that stopped answering, a fault that ran late)."""
     return {
-        (f.kind, f.model)
+        (f.kind, f.model): f.summary
         for f in analyze_bundle(bundle).findings
         if f.severity.rank >= Severity.WARNING.rank
     }
+
+
+def _told(found: dict[tuple[str, str], str], keys: set[tuple[str, str]]) -> str:
+    return "".join(f"\n  {k}: {found[k]}" for k in sorted(keys))
 
 
 def test_a_fresh_recording_finds_what_the_checked_in_one_finds(
@@ -29,4 +35,10 @@ def test_a_fresh_recording_finds_what_the_checked_in_one_finds(
 ) -> None:
     fresh = record("faulty", tmp_path / "faulty", healthy=False)
     assert [i["fault"] for i in fresh.injections] == [i["fault"] for i in faulty_run.injections]
-    assert _found(fresh.bundle) == _found(faulty_run.bundle)
+    now, then = _found(fresh.bundle), _found(faulty_run.bundle)
+    log_tail = "\n    ".join(fresh.log.read_text(errors="replace").splitlines()[-15:])
+    assert set(now) == set(then), (
+        f"only in the fresh recording:{_told(now, set(now) - set(then))}\n"
+        f"only in the checked-in one:{_told(then, set(then) - set(now))}\n"
+        f"injections: {fresh.injections}\nthe end of Triton's log:\n    {log_tail}"
+    )
