@@ -6,6 +6,11 @@ analysis itself runs every time, through :func:`observability.analyze.analyze_ev
 code ``analyze`` runs after parsing. The events are kept in ``.test-cache/foreign/`` under a
 key of the archive's bytes and every source that decides what parsing gives (the recordings'
 ``INGEST_SOURCES`` and ``observability/analyze.py``), so a parser change parses again.
+
+What ``analyze`` reports is kept too, under a key of the archive and every source of the
+package (``observability/`` and ``collectors/``): twenty-odd test modules read the analyses of
+250-odd recordings, a quarter of the quick suite's CPU. Any change to a detector, the window or
+a parser is a new key, so the analysis runs again; a test run with no source change reads it.
 """
 
 from __future__ import annotations
@@ -50,6 +55,19 @@ def _cache_root() -> Path:
 
 _FORMAT = b"events-by-init-1"
 """The cached pickle's form (:class:`_EventPickler`): a new form is a new key."""
+_ANALYSIS_FORMAT = b"analysis-1"
+
+
+@cache
+def _package_fingerprint() -> bytes:
+    """Every source of the package, by path and bytes: what an analysis may depend on."""
+    digest = hashlib.sha256()
+    for top in ("observability", "collectors"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.suffix in (".py", ".c") and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    return digest.digest()
 
 
 def _key(archive: Path) -> str:
@@ -103,27 +121,42 @@ def parsed(name: str) -> ParsedBundle:
     few stay in memory: the parsed events of 131 recordings made a heap every full garbage
     collection walked and the worker took seconds to free at exit (analyses stay cached)."""
     archive = FIXTURES / name / "bundle.tar.gz"
-    root = _cache_root()
-    path = root / f"{name}-{_key(archive)}.pickle"
+    path = _cache_root() / f"{name}-{_key(archive)}.pickle"
     if path.exists():
         with path.open("rb") as fh, _no_cyclic_gc():
             return pickle.load(fh)  # type: ignore[no-any-return]
     with _open(archive) as bundle:
         result = parse_bundle(bundle)
-    root.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_bytes(_dumps(result))
-    os.replace(partial, path)  # a reader never sees half a file; two writers, the same bytes
-    for stale in root.glob(f"{name}-*.pickle"):
-        if re.fullmatch(rf"{re.escape(name)}-[0-9a-f]{{20}}\.pickle", stale.name) and stale != path:
-            stale.unlink(missing_ok=True)
+    _keep(path, _dumps(result), rf"{re.escape(name)}-[0-9a-f]{{20}}\.pickle")
     return result
+
+
+def _keep(path: Path, data: bytes, pattern: str) -> None:
+    """Write ``path`` whole, and remove the older keys' files of the same name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)  # a reader never sees half a file; two writers, the same bytes
+    for stale in path.parent.glob("*.pickle"):
+        if re.fullmatch(pattern, stale.name) and stale != path:
+            stale.unlink(missing_ok=True)
 
 
 @cache
 def analysis(name: str) -> AnalysisResult:
-    """What ``triton-obs analyze`` reports on scenario ``name``'s bundle."""
-    return analyze_events(parsed(name))
+    """What ``triton-obs analyze`` reports on scenario ``name``'s bundle, from the cache when
+    neither the archive nor any source of the package changed since it was made."""
+    archive = FIXTURES / name / "bundle.tar.gz"
+    digest = hashlib.sha256(_package_fingerprint() + _ANALYSIS_FORMAT)
+    digest.update(archive.read_bytes())
+    path = _cache_root() / f"{name}-analysis-{digest.hexdigest()[:20]}.pickle"
+    if path.exists():
+        with path.open("rb") as fh:
+            return pickle.load(fh)  # type: ignore[no-any-return]
+    result = analyze_events(parsed(name))
+    _keep(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),
+          rf"{re.escape(name)}-analysis-[0-9a-f]{{20}}\.pickle")  # fmt: skip
+    return result
 
 
 def window(name: str) -> Window:
