@@ -7,7 +7,8 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/vision``, ``repos/stateful``, ``repos/chain``, ``repos/rag``, ``repos/fraud``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
-``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``:
+``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
+``repos/hx``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -28,8 +29,10 @@ background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in
 ``cx`` clients (``tests.foreign.cxload``, ``Scenario.cx``) set client-side deadlines (gRPC
 ``client_timeout``, HTTP ``network_timeout``) that a tail of slow requests outlives, and may
 retry. The ``zoo`` clients pick one of 22 models by a skewed weight (a few hot models get
-most requests) and send the rare ones on a fixed schedule (``_ZOO_RARE``). Each scenario
-leaves:
+most requests) and send the rare ones on a fixed schedule (``_ZOO_RARE``). The ``hx``
+clients (``tests.foreign.hxload``, ``Scenario.hx``) are processes of their own, each keeping
+several HTTP ``async_infer()`` calls in flight (``InferenceServerClient(concurrency=N)``),
+no request ids. Each scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -68,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import cxload, genload, medload, seqload
+from tests.foreign import cxload, genload, hxload, medload, seqload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -118,7 +121,7 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx`` or ``zoo``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo`` or ``hx``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -176,6 +179,9 @@ class Scenario:
     cx: str = ""
     """``cx`` only: the clients' plan, a key of ``cxload.PLANS`` (their deadline, their tail
     of slow quotes, their retries, which of them speak HTTP)."""
+    hx: str = ""
+    """``hx`` only: the client processes' plan, a key of ``hxload.PLANS`` (how many requests
+    each keeps in flight, over the window, and its client timeout)."""
 
     @property
     def healthy(self) -> bool:
@@ -4675,6 +4681,133 @@ SCENARIOS["zoo_rare_model_hang_quiet"] = replace(
 )
 
 
+# ------------------------------------------------------------------ hx (round 32)
+# Helpdesk ticket triage under HTTP clients with many requests in flight. Everything
+# hx-specific lives in this block, in tests/foreign/hxload.py and in the ``repo == "hx"``
+# branches of _worker, _inject and _load_text.
+
+_HX_PIPELINE = (
+    "the helpdesk-triage pipeline (hx_triage, an ensemble batched up to 4: hx_encode, python, "
+    "1 instance, dynamic batching preferred 4 or 8 (4 ms), 8 ms a batch, then the ensemble "
+    "tensor 'ticket_vec' to hx_dispatch, python BLS, `async def execute`, 2 instances, "
+    "dynamic batching up to 4 (preferred 2 or 4, 2 ms), which gathers three async_exec() "
+    "children per ticket, hx_intent (2 instances, batching preferred 4 or 8 (3 ms), 30 ms a "
+    "batch), hx_sentiment (1 instance, batching preferred 2 or 4 (1 ms), 10 ms a batch plus "
+    "1 ms a ticket) and hx_kb (2 instances, max_batch_size 0, 6 ms a call), then reranks the "
+    "batch for 450 ms; children without ids)"
+)
+
+
+def _hx_clients(plan: str, clients: int = 2) -> str:
+    return f"clients' plan `{plan}`: {hxload.PLANS[plan].text(clients)}"
+
+
+_HX_KB_HANG = Injection(
+    8,
+    1,
+    {"hx_fault": "kb_hang"},
+    60,
+    "one ticket whose hx_kb call makes the hx_kb instance that takes it sleep 300 s",
+)
+_HX_RECALL = Injection(
+    8,
+    2,
+    {"hx_fault": "kb_recall"},
+    60,
+    "two tickets at once whose hx_kb call exec()s hx_dispatch back (hx_dispatch -> hx_kb -> "
+    "hx_dispatch)",
+)
+_HX = (
+    Scenario(
+        "hx_healthy",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log; {_hx_clients('steady')}: hx_dispatch's queue is "
+        "legitimately deep (16 in flight, 8 tickets executing at most)",
+        (),
+        duration_s=35.0,
+        hx="steady",
+    ),
+    Scenario(
+        "hx_healthy_quiet",
+        "hx",
+        f"{_HX_PIPELINE}; without --log-verbose and without trace files; {_hx_clients('steady')}",
+        (),
+        log_verbose=0,
+        trace=False,
+        duration_s=35.0,
+        hx="steady",
+    ),
+    Scenario(
+        "hx_healthy_ramp",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log; {_hx_clients('ramp')}: the queues fill at 10 s and "
+        "drain at 22 s",
+        (),
+        duration_s=35.0,
+        hx="ramp",
+    ),
+    Scenario(
+        "hx_kb_hang",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log; {_hx_clients('steady')}; 8 s in, one ticket's hx_kb "
+        "call never returns (the hx_kb instance that takes it sleeps 300 s), holding the "
+        "hx_dispatch instance whose batch awaits it; the other hx_dispatch and hx_kb "
+        "instances keep serving",
+        (("hung_request", "hx_dispatch"),),
+        duration_s=35.0,
+        hx="steady",
+        injections=(_HX_KB_HANG,),
+    ),
+    Scenario(
+        "hx_kb_hang_quiet",
+        "hx",
+        f"{_HX_PIPELINE}; without --log-verbose and without trace files; "
+        f"{_hx_clients('steady')}; 8 s in, one ticket's hx_kb call never returns (as "
+        "hx_kb_hang)",
+        (("hung_request", "hx_dispatch"),),
+        log_verbose=0,
+        trace=False,
+        duration_s=35.0,
+        hx="steady",
+        injections=(_HX_KB_HANG,),
+    ),
+    Scenario(
+        "hx_sentiment_saturated",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log, server environment HX_MOOD_MS_PER_ITEM=250: "
+        "hx_sentiment's one instance costs 250 ms a ticket (it gains nothing from batching), "
+        f"far too slow for the tickets in flight; {_hx_clients('tight')}: the clients give "
+        "up at 3 s and send the next ticket, the abandoned ones stay queued in Triton",
+        (("instance_saturation", "hx_sentiment"),),
+        duration_s=35.0,
+        hx="tight",
+        env={"HX_MOOD_MS_PER_ITEM": "250"},
+    ),
+    Scenario(
+        "hx_kb_recall_deadlock",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log; {_hx_clients('steady')}; 8 s in, two tickets at once "
+        "whose hx_kb call exec()s hx_dispatch back: each hx_kb instance waits on an "
+        "hx_dispatch request queued behind the two hx_dispatch instances that wait on hx_kb",
+        (("bls_deadlock", "hx_dispatch"),),
+        duration_s=35.0,
+        hx="steady",
+        injections=(_HX_RECALL,),
+    ),
+    Scenario(
+        "hx_sentiment_cold_start",
+        "hx",
+        f"{_HX_PIPELINE}, verbose log, server environment HX_MOOD_COLD_S=4: hx_sentiment's "
+        f"first execute sleeps 4 s before its work; {_hx_clients('steady')}",
+        (("cold_start", "hx_sentiment"),),
+        duration_s=35.0,
+        hx="steady",
+        env={"HX_MOOD_COLD_S": "4"},
+    ),
+)
+SCENARIOS.update({s.name: s for s in _HX})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -5024,6 +5157,7 @@ _PAUSE_S = {
 
 _PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease merges)
 _PAUSE_S["zoo"] = 0.25  # round 30's family
+_PAUSE_S["hx"] = 0.0  # round 32's family: each answer is followed by the next request at once
 
 
 _JITTERED = frozenset({"emb"})
@@ -5040,7 +5174,7 @@ def _pause_text(repo: str) -> str:
     return f"{_PAUSE_S[repo]} s"
 
 
-_PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP"}
+_PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP", "hx": "HTTP"}
 
 
 def _client_url(lab: object, repo: str) -> str:
@@ -5079,7 +5213,11 @@ def _worker(
     streams: str = "grpc",
     cap: int = MAX_REQUESTS_PER_WORKER,
     cx: str = "",
+    hx: str = "",
 ) -> None:
+    if repo == "hx":  # a client process with many HTTP requests in flight (tests.foreign.hxload)
+        hxload.hx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, hx)
+        return
     if repo == "zoo":  # hot models at random, rare ones on a schedule
         _zoo_worker(url, seed, stop, until, out, t0, cap)
         return
@@ -5156,6 +5294,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         params = {k: v for k, v in inj.params.items() if k != "cx_plan"}
         plan = cxload.PLANS[str(inj.params.get("cx_plan", "calm"))]
         cxload.cx_inject(_client_url(lab, repo), idx, params, plan, label, out.add, t0)
+        return
+    if inj.action == "request" and repo == "hx":  # one HTTP client per faulty ticket
+        url = _client_url(lab, repo)
+        hxload.hx_inject(url, idx, dict(inj.params), inj.timeout_s or 60, label, out.add, t0)
         return
     if inj.action == "request" and repo == "stateful":
         url = _client_url(lab, repo)
@@ -5349,6 +5491,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "streams": scenario.streams,
                         "cap": scenario.request_cap,
                         "cx": scenario.cx,
+                        "hx": scenario.hx,
                     },
                     daemon=True,
                 )
@@ -5571,11 +5714,7 @@ Recorded by
   ({scenario.interval_s:g} s interval, the log {_log_text(scenario)}), written with
   `write_archive` as `{ARCHIVE}` ({size:,} bytes);
   `meta.json`'s source paths cut to file names. Capture failures: {len(failures)}.
-- Load: {_count_text(scenario)} clients {_ids_text(scenario)}, each sending
-  one request
-  ({_LOAD_TEXT[scenario.repo] if scenario.audio == "fixed" else _GROWING_TEXT})
-  then pausing {_pause_text(scenario.repo)}, timeout 10 s, for the whole
-  window{_start_text(scenario)}.
+- Load: {_load_text(scenario)}{_start_text(scenario)}.
 {_pins_text(scenario)}- Injected (seconds after the capture started):
 
 | at s | count | request parameters | client timeout s | what |
@@ -5590,9 +5729,26 @@ Recorded by
 _COUNT = {1: "one", 2: "two", 8: "eight"}
 
 
+def _load_text(scenario: Scenario) -> str:
+    if scenario.repo == "hx":  # processes with many requests in flight, not one at a time
+        return (
+            f"{hxload.PLANS[scenario.hx].text(scenario.clients)} (`tests.foreign.hxload`, no "
+            "request ids; BLS\n  children are built without ids too); each request "
+            f"{_LOAD_TEXT['hx']}, the next sent as soon as one is answered, for the whole window"
+        )
+    return (
+        f"{_count_text(scenario)} clients {_ids_text(scenario)}, each sending\n  one request\n"
+        f"  ({_LOAD_TEXT[scenario.repo] if scenario.audio == 'fixed' else _GROWING_TEXT})\n"
+        f"  then pausing {_pause_text(scenario.repo)}, timeout 10 s, for the whole\n  window"
+    )
+
+
 _LOAD_TEXT["pz"] = (  # round 29's family (kept out of the dict above to ease merges)
     "`pz_orchestrator` infer of a random QUERY [16] (FP32) and `pz_ensemble` infer of a "
     "random QUERY [1, 16] in turn"
+)
+_LOAD_TEXT["hx"] = (  # round 32's family
+    "an `hx_triage` infer of a random TICKET [1, 32] (FP32)"
 )
 _LOAD_TEXT["zoo"] = (  # round 30's family
     "an infer of a random X [1, 8] (FP32) to a model picked at random by weight (see "
