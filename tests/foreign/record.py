@@ -4717,6 +4717,50 @@ _HX_RECALL = Injection(
     "two tickets at once whose hx_kb call exec()s hx_dispatch back (hx_dispatch -> hx_kb -> "
     "hx_dispatch)",
 )
+_HX_HEALTHY_NOTE = (
+    "Closed-loop clients: each answer is followed at once by the next ticket, so hx_dispatch's "
+    "queue holds what its two instances (batches of up to 4) cannot take at once: 16 in "
+    "flight less 8 executing, nv_inference_pending_request_count 8 at almost every scrape, "
+    "every ticket answered within a steady latency (p50 about 1 s: one rerank batch ahead of "
+    "it). A queue that is deep but does not grow is the load the user chose, not a fault: "
+    "nothing of warning or above is owed."
+)
+_HX_RAMP_NOTE = (
+    "The in-flight count steps 4 -> 16 -> 4: hx_dispatch's pending gauge reads 0 to 2, then 8 "
+    "(10 s to 22 s), then 1 to 2 again; both instances are busy throughout (a closed loop of "
+    "4 tickets already keeps them busy) and the latency does not move (p50 1.0 s, max 1.5 s, "
+    "all answered). Nothing of warning or above is owed."
+)
+_HX_HANG_NOTE = (
+    "One hang, one alert: the faulty ticket, and the background tickets batched with it, are "
+    "stuck in the hx_dispatch instance whose batch awaits the hx_kb call that one hx_kb "
+    "instance never releases; the other hx_dispatch and hx_kb instances keep serving. "
+    "`hung_request` on hx_dispatch naming the hx_kb instance (`mentions`), as geo_lookup_hang "
+    "and cx_score_hang name theirs; `bls_deadlock` is `absent`: nothing waits on itself."
+)
+_HX_DEADLOCK_NOTE = (
+    "hx_dispatch -> hx_kb -> hx_dispatch: each fault ticket's hx_kb call holds an hx_kb "
+    "instance in a synchronous exec() of hx_dispatch, and that request queues behind the "
+    "hx_dispatch instances that wait on hx_kb; with both instances of each model held, "
+    "nothing in the cycle can ever run. `bls_deadlock` on hx_dispatch (the caller the "
+    "cycle closes through) naming hx_kb (`mentions`), as ocr_cycle_deadlock."
+)
+_HX_SATURATED_NOTE = (
+    "hx_sentiment's one instance (250 ms a ticket) is the bottleneck, but each hx_dispatch "
+    "batch waits on its own tickets' hx_sentiment calls, so hx_sentiment's queue is bounded "
+    "by the tickets its callers' two batches hold (at most 6 pending), and the queue that "
+    "grows is hx_dispatch's (0 to 80): the HTTP clients give up at 3 s and send the next "
+    "ticket, and the abandoned ones stay queued in Triton (an HTTP client leaves no trace "
+    "when it stops waiting). As in img_preprocess_latency_creep: `instance_saturation` on "
+    "hx_dispatch, naming hx_sentiment (`mentions`); `hung_request` and `bls_deadlock` on "
+    "hx_dispatch are `absent`."
+)
+_HX_COLD_NOTE = (
+    "Every ticket in flight at the start waits on hx_sentiment's first execute (4 s), then "
+    "all are answered and the latency returns to its steady value: `cold_start` on "
+    "hx_sentiment; `hung_request` on hx_dispatch is `absent` (its batches waiting on the "
+    "cold call ended within 5 s)."
+)
 _HX = (
     Scenario(
         "hx_healthy",
@@ -4726,6 +4770,7 @@ _HX = (
         (),
         duration_s=35.0,
         hx="steady",
+        note=_HX_HEALTHY_NOTE,
     ),
     Scenario(
         "hx_healthy_quiet",
@@ -4745,6 +4790,7 @@ _HX = (
         (),
         duration_s=35.0,
         hx="ramp",
+        note=_HX_RAMP_NOTE,
     ),
     Scenario(
         "hx_kb_hang",
@@ -4757,6 +4803,7 @@ _HX = (
         duration_s=35.0,
         hx="steady",
         injections=(_HX_KB_HANG,),
+        note=_HX_HANG_NOTE,
     ),
     Scenario(
         "hx_kb_hang_quiet",
@@ -4778,10 +4825,11 @@ _HX = (
         "hx_sentiment's one instance costs 250 ms a ticket (it gains nothing from batching), "
         f"far too slow for the tickets in flight; {_hx_clients('tight')}: the clients give "
         "up at 3 s and send the next ticket, the abandoned ones stay queued in Triton",
-        (("instance_saturation", "hx_sentiment"),),
+        (("instance_saturation", "hx_dispatch"),),
         duration_s=35.0,
         hx="tight",
         env={"HX_MOOD_MS_PER_ITEM": "250"},
+        note=_HX_SATURATED_NOTE,
     ),
     Scenario(
         "hx_kb_recall_deadlock",
@@ -4793,6 +4841,7 @@ _HX = (
         duration_s=35.0,
         hx="steady",
         injections=(_HX_RECALL,),
+        note=_HX_DEADLOCK_NOTE,
     ),
     Scenario(
         "hx_sentiment_cold_start",
@@ -4803,6 +4852,7 @@ _HX = (
         duration_s=35.0,
         hx="steady",
         env={"HX_MOOD_COLD_S": "4"},
+        note=_HX_COLD_NOTE,
     ),
 )
 SCENARIOS.update({s.name: s for s in _HX})
