@@ -4738,6 +4738,16 @@ _HX_HANG_NOTE = (
     "`hung_request` on hx_dispatch naming the hx_kb instance (`mentions`), as geo_lookup_hang "
     "and cx_score_hang name theirs; `bls_deadlock` is `absent`: nothing waits on itself."
 )
+_HX_QUIET_HANG_NOTE = (
+    "What happened: as in hx_kb_hang, one hx_kb call never returned and held one hx_dispatch "
+    "instance with the tickets of its batch for the rest of the window, while the other "
+    "instances served (the clients' p50 doubled, about 2 s instead of 1 s). Nothing stalls, "
+    "so no model_stalled is owed, but the tickets are hung: /metrics shows it, each ticket "
+    "calls each child once, and hx_kb's nv_inference_request_success stays one below "
+    "hx_intent's from the hang to the end, while hx_dispatch's pending gauge rises from 8 to "
+    "12 and stays. The user must be told that hx_dispatch holds requests that never finish: "
+    "`hung_request` on hx_dispatch, as in the verbose twin."
+)
 _HX_DEADLOCK_NOTE = (
     "hx_dispatch -> hx_kb -> hx_dispatch: each fault ticket's hx_kb call holds an hx_kb "
     "instance in a synchronous exec() of hx_dispatch, and that request queues behind the "
@@ -4817,6 +4827,7 @@ _HX = (
         duration_s=35.0,
         hx="steady",
         injections=(_HX_KB_HANG,),
+        note=_HX_QUIET_HANG_NOTE,
     ),
     Scenario(
         "hx_sentiment_saturated",
