@@ -93,8 +93,8 @@ GAPS: dict[str, str] = {
     "other instances served (clients: 342 ok at p50 2.06 s instead of 1.04 s, 2 background "
     "timeouts, the fault ticket unanswered). Nothing stalls, so model_stalled (the only "
     "hang a level-0 window can give) has nothing to read; the hang shows in /metrics as "
-    "hx_kb's nv_inference_request_success staying one below hx_intent's (each ticket calls "
-    "each child once) from the hang to the end, and hx_dispatch's pending gauge rising from "
+    "hx_kb's nv_inference_request_success staying one below hx_sentiment's (each ticket "
+    "calls each child once) from the hang to the end, and hx_dispatch's pending gauge rising from "
     "8-9 to 12 and staying there",
     "hx_kb_recall_deadlock": "bls_deadlock missed: reported as hung_request critical on "
     "hx_dispatch ('waits on 2 BLS calls to hx_kb: 2 executing ...; 4 BLS calls to the "
