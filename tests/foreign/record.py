@@ -8,7 +8,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/hx``:
+``repos/ex``, ``repos/hx``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -29,7 +29,10 @@ background threads after ``execute`` returned (``bg_stream``, ``bg_caption``, in
 ``cx`` clients (``tests.foreign.cxload``, ``Scenario.cx``) set client-side deadlines (gRPC
 ``client_timeout``, HTTP ``network_timeout``) that a tail of slow requests outlives, and may
 retry. The ``zoo`` clients pick one of 22 models by a skewed weight (a few hot models get
-most requests) and send the rare ones on a fixed schedule (``_ZOO_RARE``). The ``hx``
+most requests) and send the rare ones on a fixed schedule (``_ZOO_RARE``). The ``ex``
+models are python_backend's own examples (bls, bls_decoupled, decoupled, add_sub) copied as
+users copy them; their clients (``tests.foreign.exload``) go round the example clients'
+requests, gRPC streams for the decoupled ones. The ``hx``
 clients (``tests.foreign.hxload``, ``Scenario.hx``) are processes of their own, each keeping
 several HTTP ``async_infer()`` calls in flight (``InferenceServerClient(concurrency=N)``),
 no request ids. Each scenario leaves:
@@ -71,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import cxload, genload, hxload, medload, seqload
+from tests.foreign import cxload, exload, genload, hxload, medload, seqload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -121,7 +124,8 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo`` or ``hx``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex`` or
+    ``hx``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -4681,6 +4685,190 @@ SCENARIOS["zoo_rare_model_hang_quiet"] = replace(
 )
 
 
+# ------------------------------------------------------------------ ex (round 31)
+# Pipelines built from Triton's own python_backend examples, as users copy them: the bls
+# example (async and sync) over add_sub and the pytorch example, the bls_decoupled example
+# over square, and repeat. The clients are tests.foreign.exload's; everything ex-specific lives
+# in this block, in exload and in the ``if repo == "ex"`` branches of _worker and _inject.
+
+_EX_SERVED = (
+    "python_backend's examples copied as users copy them, renamed ex_* (one CPU instance "
+    "each, no batching): ex_bls (examples/bls async_model: async def execute, async_exec() to "
+    "ex_pytorch and ex_add_sub, gathered; a user's done-callback on each BLS future checks "
+    "OUTPUT0 and hands the response on through a future of its own), ex_bls_sync "
+    "(examples/bls sync_model: exec() to the model named by MODEL_NAME, ex_add_sub here), "
+    "ex_add_sub (examples/add_sub), ex_pytorch (examples/pytorch, numpy instead of torch; "
+    "refuses a non-finite input with an error response; builds its weights on first use), "
+    "ex_bls_decoupled (examples/bls_decoupled sync_model: exec(decoupled=True) to ex_square, "
+    "its responses iterated and summed), ex_square and ex_repeat (examples/decoupled: "
+    "decoupled, responses from a thread; ex_square returns from its thread without the "
+    "final flag when IN <= 0)"
+)
+_EX_GRPC = (
+    "three id-less gRPC clients going round ex_bls, ex_bls_sync, ex_bls_decoupled (infer) "
+    "and ex_repeat, ex_square (one gRPC stream each)"
+)
+
+
+def _ex(at_s: float, model: str, params: Mapping[str, str | int | float], what: str) -> Injection:
+    return Injection(at_s, 1, {"ex_model": model, **params}, 60, what)
+
+
+_EX_HANG_NOTE = (
+    "What happened: ex_pytorch's 20th request (a call of ex_bls's async_exec()) waits 300 s "
+    "inside execute; ex_bls's only instance awaits it in asyncio.gather, so every later "
+    "ex_bls request queues and its clients time out at 10 s. The client-facing model whose "
+    "requests hang is ex_bls: hung_request on ex_bls naming the stuck child's instance "
+    "ex_pytorch_0_0 (`mentions`), as in ocr_backbone_hang and zoo_router_child_hangs. "
+    "ex_add_sub, ex_bls_sync and the decoupled models served on (`absent`: hung_request on "
+    "ex_add_sub, ex_bls_sync)."
+)
+_EX = (
+    Scenario(
+        "ex_healthy",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; nothing injected; verbose log: the twin of every "
+        "ex_* fault",
+        (),
+        duration_s=35,
+        clients=3,
+        note="Nothing of warning or above is expected: every request was answered.",
+    ),
+    Scenario(
+        "ex_bls_child_hang",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; EX_HANG_AT=20: ex_pytorch's 20th request (about 8 s "
+        "in, an async_exec() of ex_bls) waits 300 s in execute: the async_exec() never returns",
+        (("hung_request", "ex_bls"),),
+        duration_s=35,
+        clients=3,
+        env={"EX_HANG_AT": "20"},
+        note=_EX_HANG_NOTE,
+    ),
+    Scenario(
+        "ex_square_no_final",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; 8 s in, one ex_bls_decoupled request with IN = 0: "
+        "its BLS call to ex_square gets no response and no final flag (ex_square's thread "
+        "returns early), so exec(decoupled=True)'s generator never ends",
+        (("hung_request", "ex_bls_decoupled"),),
+        duration_s=35,
+        clients=3,
+        injections=(
+            _ex(
+                8, "ex_bls_decoupled", {"ex_in": 0}, "IN = 0: ex_square never sends its final flag"
+            ),
+        ),
+        note=(
+            "What happened: ex_square's execute returned at once (decoupled), its thread sent "
+            "nothing and no final flag; ex_bls_decoupled's only instance iterates "
+            "exec(decoupled=True)'s generator for ever, so every later ex_bls_decoupled request "
+            "queues. hung_request on ex_bls_decoupled (the client-facing caller), naming "
+            "ex_square (`mentions`). ex_square's own streams from the clients were all "
+            "answered (`absent`: stream_stalled and hung_request on ex_square)."
+        ),
+    ),
+    Scenario(
+        "ex_repeat_thread_raises",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; 8 s in, one more ex_repeat stream with ex_fail_at=2: "
+        "its response thread sends 2 responses, then raises RuntimeError (printed by "
+        "threading.excepthook to the stub's stderr); no final flag",
+        (("stream_stalled", "ex_repeat"), ("callback_error", "ex_repeat")),
+        duration_s=35,
+        clients=3,
+        injections=(
+            _ex(8, "ex_repeat", {"ex_fail_at": 2}, "ex_repeat's sender thread raises after 2"),
+        ),
+        note=(
+            "What happened: the stream got 2 of its 4 responses, then the thread raised "
+            "RuntimeError ('ex_repeat: lost the upstream feed at response 2', printed by "
+            "threading.excepthook) and the response sender was dropped without the final "
+            "flag; the client waited 60 s. stream_stalled on ex_repeat and callback_error on "
+            "ex_repeat naming RuntimeError (`mentions`), as bg_thread_dies. `absent`: "
+            "stream_stalled on ex_square."
+        ),
+    ),
+    Scenario(
+        "ex_bls_callback_error",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; 8 s in, one ex_bls request whose INPUT0 holds a NaN: "
+        "ex_pytorch answers an error response, the done-callback on its async_exec() future "
+        "raises AttributeError (no OUTPUT0) and the future execute awaits is never resolved",
+        (("callback_error", "ex_bls"),),
+        duration_s=35,
+        clients=3,
+        injections=(_ex(8, "ex_bls", {"ex_nan": 1}, "a NaN: ex_bls's done-callback raises"),),
+        note=(
+            "What happened: ex_pytorch refused the NaN with an error response; ex_bls's "
+            "done-callback called .as_numpy() on the missing OUTPUT0 and raised "
+            "AttributeError, printed by asyncio ('Exception in callback ...'); the future it "
+            "should have resolved never was, so ex_bls's only instance awaits for ever and "
+            "every later ex_bls request queues. callback_error on ex_bls naming "
+            "AttributeError (`mentions`), as ocr_callback_error and nz_callback_error. "
+            "`absent`: model_failing on ex_pytorch (one refused input, an answer, not a fault)."
+        ),
+    ),
+    Scenario(
+        "ex_pytorch_cold_start",
+        "ex",
+        f"{_EX_SERVED} under {_EX_GRPC}; EX_LAZY_LOAD_S=4: ex_pytorch builds its weights on "
+        "its first execute (the window's first ex_bls request), 4 s",
+        (("cold_start", "ex_pytorch"),),
+        duration_s=35,
+        clients=3,
+        env={"EX_LAZY_LOAD_S": "4"},
+        note=(
+            "What happened: ex_pytorch's first execute took 4 s (its weights built on first "
+            "use); ex_bls's first request waited on it, and the requests behind it queued; "
+            "afterwards every request was answered at the usual latency. cold_start on "
+            "ex_pytorch. `absent`: hung_request on ex_bls, ex_pytorch (it ended)."
+        ),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _EX})
+SCENARIOS["ex_bls_decoupled_verbatim"] = Scenario(
+    "ex_bls_decoupled_verbatim",
+    "ex",
+    f"{_EX_SERVED} under {_EX_GRPC}; EX_VERBATIM_SUM=1: ex_bls_decoupled builds SUM with the "
+    "example's own line, np.array([0]), an INT64 answer for the INT32 SUM its config declares",
+    (("output_contract", "ex_bls_decoupled"),),
+    duration_s=35,
+    clients=3,
+    env={"EX_VERBATIM_SUM": "1"},
+    note=(
+        "What happened: every ex_bls_decoupled response carried SUM as INT64 (the verbose "
+        "log's 'add response output: output: SUM, type: INT64, shape: [1]'), where its config "
+        "declares TYPE_INT32; Triton passed it on unchecked and the clients (tritonclient, "
+        "which reads the response's own datatype) took it without an error. This is "
+        "python_backend's examples/bls_decoupled/sync_model.py as published: output_contract "
+        "on ex_bls_decoupled. `absent`: output_contract on ex_square (its OUT is INT32)."
+    ),
+)
+SCENARIOS["ex_healthy_quiet"] = replace(
+    SCENARIOS["ex_healthy"],
+    name="ex_healthy_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['ex_healthy'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+SCENARIOS["ex_bls_child_hang_quiet"] = replace(
+    SCENARIOS["ex_bls_child_hang"],
+    name="ex_bls_child_hang_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['ex_bls_child_hang'].summary}",
+    expected=(("model_stalled", "ex_bls"),),
+    log_verbose=0,
+    trace=False,
+    note=(
+        "What happened: as in ex_bls_child_hang, but the level-0 log has no line after the "
+        "start. ex_bls's only instance is held by the request awaiting the hung child; every "
+        "later ex_bls request queues (its pending gauge grows) and nothing of ex_bls "
+        "finishes: model_stalled on ex_bls, the client-facing model, as in ch_leaf_hang_quiet "
+        "and rag_embed_hang_quiet. `absent`: model_stalled on ex_bls_sync, ex_add_sub."
+    ),
+)
+
+
 # ------------------------------------------------------------------ hx (round 32)
 # Helpdesk ticket triage under HTTP clients with many requests in flight. Everything
 # hx-specific lives in this block, in tests/foreign/hxload.py and in the ``repo == "hx"``
@@ -5218,6 +5406,7 @@ _PAUSE_S = {
 
 _PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease merges)
 _PAUSE_S["zoo"] = 0.25  # round 30's family
+_PAUSE_S["ex"] = 0.2  # round 31's family
 _PAUSE_S["hx"] = 0.0  # round 32's family: each answer is followed by the next request at once
 
 
@@ -5281,6 +5470,9 @@ def _worker(
         return
     if repo == "zoo":  # hot models at random, rare ones on a schedule
         _zoo_worker(url, seed, stop, until, out, t0, cap)
+        return
+    if repo == "ex":  # python_backend's examples, in turn (tests.foreign.exload)
+        exload.ex_worker(url, seed, stop, until, out.add, t0, cap, _PAUSE_S[repo])
         return
     if repo == "cx":  # deadlines, cancellations and retries (tests.foreign.cxload)
         cxload.cx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, cxload.PLANS[cx])
@@ -5359,6 +5551,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     if inj.action == "request" and repo == "hx":  # one HTTP client per faulty ticket
         url = _client_url(lab, repo)
         hxload.hx_inject(url, idx, dict(inj.params), inj.timeout_s or 60, label, out.add, t0)
+        return
+    if inj.action == "request" and repo == "ex":  # params' ex_model: the model it calls
+        url = _client_url(lab, repo)
+        exload.ex_inject(url, idx, inj.params, inj.timeout_s or 60, label, out.add, t0)
         return
     if inj.action == "request" and repo == "stateful":
         url = _client_url(lab, repo)
@@ -5818,6 +6014,15 @@ _LOAD_TEXT["zoo"] = (  # round 30's family
 )
 
 
+_LOAD_TEXT["ex"] = (  # round 31's family
+    "the next of `ex_bls` infer (INPUT0, INPUT1 FP32 [4], random), `ex_bls_sync` infer (the "
+    'same and MODEL_NAME ["ex_add_sub"]), `ex_bls_decoupled` infer (IN [1] INT32, 1 to 4), '
+    "an `ex_repeat` gRPC stream (IN [4] INT32, DELAY [4] UINT32 of 5 to 20 ms, WAIT [1] = 5) "
+    "and an `ex_square` gRPC stream (IN [1] INT32, 1 to 4), each stream with "
+    "`enable_empty_final_response` read to its final flag (`tests.foreign.exload`)"
+)
+
+
 def _count_text(scenario: Scenario) -> str:
     count = _COUNT.get(scenario.clients, str(scenario.clients))
     if scenario.repo == "gen":
@@ -5837,6 +6042,11 @@ def _ids_text(scenario: Scenario) -> str:
         return (
             "(`tests.foreign.genload.GenClient`: no request ids; BLS children are built\n"
             "  without ids too)"
+        )
+    if scenario.repo == "ex":
+        return (
+            "(`tests.foreign.exload`, tritonclient.grpc: no request ids; BLS children are\n"
+            "  built without ids too, as the examples build them)"
         )
     if scenario.repo == "cx":
         return (
