@@ -4737,7 +4737,7 @@ _EX = (
     Scenario(
         "ex_bls_child_hang",
         "ex",
-        f"{_EX_SERVED} under {_EX_GRPC}; EX_HANG_AT=20: ex_pytorch's 20th request (about 8 s "
+        f"{_EX_SERVED} under {_EX_GRPC}; EX_HANG_AT=20: ex_pytorch's 20th request (about 7 s "
         "in, an async_exec() of ex_bls) waits 300 s in execute: the async_exec() never returns",
         (("hung_request", "ex_bls"),),
         duration_s=35,
