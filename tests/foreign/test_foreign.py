@@ -115,6 +115,8 @@ GAPS: dict[str, str] = {
     "creep): hx_sentiment's median execute was 0.51 s in its first 8 and 0.89 s in its last "
     "8 (1.7x), slow from the start; and the learned callees it would pick from are wrong "
     "under this load (see hx_healthy_ramp)",
+    # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
+    # README, "Round 31".
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
