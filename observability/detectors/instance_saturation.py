@@ -15,6 +15,14 @@ What it deliberately does not flag:
   requests for a millisecond while both run: the demo's detector) — the all-busy stretch must
   last ``min_busy_s``;
 * a busy model whose queue is steady — the pending count must rise during the stretch;
+* the steady state of a closed loop: clients that keep a fixed number of requests in flight
+  (perf_analyzer's ``--concurrency-range``, ``async_infer`` with N slots) keep the slowest
+  model busy with a level queue from the moment they start. A stretch that began with the
+  model's first traffic in the window has no idle level to rise from, so its queue must grow
+  past the level it held once it filled (the median of its first seconds) — by half that
+  level and at least ``min_rise`` — and its requests must have waited several batches, not
+  the one a batching model at its clients' pace makes each wait (hx_healthy: 16 tickets in
+  flight, 12 then 8 queued for 35 s, every one answered; hx_healthy_ramp: 4 -> 16 -> 4);
 * a model whose every request fails in its backend (a dead stub answers each execution with
   an error after its timeout: busy, but doing nothing) — that is ``stub_unhealthy``;
 * one execution holding an instance (a hang, a deadlock, a cold start) — that is
@@ -178,6 +186,19 @@ class InstanceSaturation:
     max_single_fraction: float = 0.5
     merge_gap_s: float = 0.025
     critical_busy_s: float = 30.0
+    with_load_s: float = 2.0
+    """A stretch that began this close to the model's first request in the window began
+    with its load: there is no idle level before it to measure a rise from."""
+    fill_s: float = 5.0
+    """... and the level its queue settled at is read over its first this many seconds (at
+    most a quarter of the stretch)."""
+    growth_fraction: float = 0.5
+    overload_batches: float = 2.0
+    """... and its requests must have waited a median of this many of its batches: clients
+    that step their requests in flight up (4 -> 16) deepen the queue by what the batches
+    then take, and each request still waits about one batch (hx_healthy_ramp: 0.48 s behind
+    0.49 s batches; hx_sentiment_saturated, clients giving up and sending more: 7.0 s behind
+    2.5 s)."""
 
     def detect(self, window: Window) -> list[Finding]:
         records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
@@ -198,6 +219,7 @@ class InstanceSaturation:
         best: dict[str, tuple[Stretch, float, float, int]] = {}
         waits: dict[int, tuple[float, int, float]] = {}
         inst = instances_of(window)
+        first = _first_requests(inst)
         logged: dict[str, list[tuple[int, int]]] | None = None
         from_log: set[int] = set()
         for stretch in stretches:
@@ -211,6 +233,15 @@ class InstanceSaturation:
             rise = _rise(points, stretch)
             if rise is None:
                 continue
+            if stretch.start_ns - first.get(stretch.model, 0) <= self.with_load_s * 1e9:
+                rise = _settled(points, stretch, min(self.fill_s * 1e9, stretch.seconds * 25e7))
+                if rise is None or rise[1] - rise[0] < max(
+                    self.min_rise, self.growth_fraction * rise[0]
+                ):
+                    continue  # a closed loop's level queue, not a queue that grows
+                waited = _queued(inst.executions, stretch)
+                if waited is None or waited[0] < self.overload_batches * waited[2]:
+                    continue  # each request waited about one batch: the batching keeps up
             before, peak, peak_at = rise
             if peak < self.min_pending or peak - before < self.min_rise:
                 waited = _queued(inst.executions, stretch)
@@ -434,6 +465,33 @@ def _rise(points: list[tuple[int, float]], s: Stretch) -> tuple[float, float, in
     if peak is None:
         return None
     return before, peak[0], peak[1]
+
+
+def _first_requests(inst: Instances) -> dict[str, int]:
+    """Model -> when its first request in the window was admitted (or, without its
+    ``prepared:`` line, when its first batch started)."""
+    out: dict[str, int] = {}
+    for e in inst.executions:
+        seen = min([e.start_ns, *(r.prepared_ns for r in e.requests if r.prepared_ns)])
+        out[e.model] = min(out.get(e.model, seen), seen)
+    for model, queue in inst.queued.items():
+        for r in queue:
+            if r.prepared_ns:
+                out[model] = min(out.get(model, r.prepared_ns), r.prepared_ns)
+    return out
+
+
+def _settled(
+    points: list[tuple[int, float]], s: Stretch, fill_ns: float
+) -> tuple[float, float, int] | None:
+    """For a stretch that began with its model's load: the level its queue held over its
+    first ``fill_ns`` (the median sample) and the peak after it."""
+    filling = [v for at, v in points if s.start_ns < at <= s.start_ns + fill_ns]
+    later = [(v, at) for at, v in points if s.start_ns + fill_ns < at <= s.end_ns]
+    if not filling or not later:
+        return None
+    peak, peak_at = max(later)
+    return median(filling), peak, peak_at
 
 
 def _paced(

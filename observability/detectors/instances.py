@@ -304,7 +304,7 @@ def build_instances(
                     queued_ids.add(id(last))
                     last = None
                 continue
-            served = _served_unqueued(recent, rec)
+            served = _served_unqueued(recent, rec, queued_ids if pending_seen else None)
             if served is not None:
                 if rec.to_state == FAILED_ENQUEUE:
                     rejected.setdefault(served.model, []).append(served)
@@ -472,11 +472,19 @@ def _unqueued(rec: ev.RequestStateChange) -> bool:
     )
 
 
-def _served_unqueued(recent: deque[Admitted], rec: ev.RequestStateChange) -> Admitted | None:
+def _served_unqueued(
+    recent: deque[Admitted], rec: ev.RequestStateChange, pending: set[int] | None = None
+) -> Admitted | None:
     """The admitted request a ``PENDING to RELEASED`` line answers without an execution (a
     response-cache hit), or a ``FAILED_ENQUEUE`` line refuses: the one of its id, else the
     newest still waiting, when admitted just before. A request released from the queue
-    later (a queue timeout, a cancellation) is left for the idle-instance pruning."""
+    later (a queue timeout, a cancellation) is left for the idle-instance pruning.
+
+    ``pending``: the admitted requests whose ``INITIALIZED to PENDING`` line was seen (where
+    the log has them). Only one of those can be a cache hit: a request of another model
+    prepared on another thread between the hit's ``prepared:`` and its release is not it
+    (doc_extract_raises_cached: a doc_layout request logged in between was taken for the
+    hit, and every later doc_extract batch was paired with the request before its own)."""
     if not _unqueued(rec):
         return None
     at = rec.header.at_ns
@@ -484,6 +492,8 @@ def _served_unqueued(recent: deque[Admitted], rec: ev.RequestStateChange) -> Adm
         other = rec.request_id and admitted.request_id != rec.request_id
         if admitted.execution is not None or other:
             continue
+        if pending is not None and rec.to_state == "RELEASED" and id(admitted) not in pending:
+            continue  # a cache hit: not one still before its PENDING line
         return admitted if at - admitted.prepared_ns <= _SERVED_UNQUEUED_NS else None
     return None
 

@@ -349,18 +349,18 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
     five detectors ask, and each learning is a pass over every admitted request. Read-only."""
     admitted = sorted(
-        (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps)
-        for r in [
-            *(r for e in inst.executions for r in e.requests),
-            *(r for q in inst.queued.values() for r in q),
+        (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps, taken_ns)
+        for r, taken_ns in [
+            *((r, e.start_ns) for e in inst.executions for r in e.requests),
+            *((r, None) for q in inst.queued.values() for r in q),
         ]
     )
     if not admitted:
         return {}
-    times = [t for t, _, _ in admitted]
+    times = [t for t, _, _, _ in admitted]
     span_s = max(1e-9, (times[-1] - times[0]) / 1e9)
     rate: dict[str, int] = {}
-    for _, model, _ in admitted:
+    for _, model, _, _ in admitted:
         rate[model] = rate.get(model, 0) + 1
     # A model only clients call is nobody's BLS callee, however often its requests arrive
     # while another runs (xl_translate_hang: the gateway's clients kept arriving during the
@@ -373,6 +373,7 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     batches: dict[str, int] = {}
     busy_s: dict[str, float] = {}
     hits: dict[str, dict[str, int]] = {}
+    taken: dict[str, dict[str, int]] = {}
     seen: dict[str, dict[str, set[int]]] = {}
     for e in inst.executions:
         if e.end_ns is None:
@@ -389,14 +390,20 @@ def callees(inst: Instances) -> dict[str, set[str]]:
         row = hits.setdefault(e.model, {})
         at = seen.setdefault(e.model, {})
         here: set[str] = set()
+        within: set[str] = set()
         for i in range(lo, hi):
-            _, callee, step = admitted[i]
+            _, callee, step, taken_ns = admitted[i]
             if step:
                 continue  # an ensemble's scheduler sent it (ops_enrich_hang_classify_growth)
             here.add(callee)
             at.setdefault(callee, set()).add(i)
+            if taken_ns is not None and taken_ns <= e.end_ns:
+                within.add(callee)
         for m in here - {e.model}:
             row[m] = row.get(m, 0) + 1
+        row_taken = taken.setdefault(e.model, {})
+        for m in within - {e.model}:
+            row_taken[m] = row_taken.get(m, 0) + 1
     out: dict[str, set[str]] = {}
     for model, n in batches.items():
         if n < _MIN_BATCHES_TO_LEARN:
@@ -411,12 +418,34 @@ def callees(inst: Instances) -> dict[str, set[str]]:
                 callee not in clients_only
                 or len(seen[model].get(callee, ())) >= _CLIENT_CALLEE_SHARE * rate[callee]
             )
+            # A call is also taken by an instance before the batch that made it ends (its
+            # answer, an error's included, comes before the caller's release line): under
+            # many requests in flight every model's requests land in every batch
+            # (hx_healthy: hx_intent's short batches each saw an hx_dispatch request
+            # admitted, executed half a second later). Its error path releases late:
+            # doc_extract's failed execution was released 15 ms after its caller.
+            and taken.get(model, {}).get(callee, 0) / n >= _CALLEE_SHARE
         }
     for model, learned in out.items():
         for callee in sorted(learned):
             via = _nested_caller(model, callee, learned, hits, batches, seen, times, inst)
             if via is not None:
                 learned.discard(callee)
+    # Two callees of one model that it calls side by side (asyncio.gather) land in each
+    # other's batches, the faster one answered inside the slower one's: a model and one of
+    # its callees that both call a third model directly (the third not reached through the
+    # callee, see _nested_caller) leave the callee's edge to the third as a sibling's
+    # (hx_healthy: hx_dispatch gathers hx_intent, hx_sentiment and hx_kb, and hx_sentiment
+    # was learned to call hx_kb).
+    siblings = [
+        (via, callee)
+        for learned in out.values()
+        for via in learned
+        for callee in out.get(via, set()) & learned
+        if callee != via
+    ]
+    for via, callee in siblings:
+        out[via].discard(callee)
     return out
 
 

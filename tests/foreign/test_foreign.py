@@ -70,24 +70,6 @@ GAPS: dict[str, str] = {
     "no child is counted (the one-client twin, pz_pool_exhausted_one_client, is found)",
     # Round 30 (zoo, a model zoo with sparse, uneven traffic): see the README, "Round 30".
     # Round 32 (hx, HTTP clients with many requests in flight): see the README, "Round 32".
-    "hx_healthy": "false finding: instance_saturation critical on hx_dispatch ('All 2 "
-    "instances ... busy for 34.5 s while its queue grew from 0 to 12 requests (fed by "
-    "clients)'). Two closed-loop client processes keep 16 tickets in flight; hx_dispatch's "
-    "nv_inference_pending_request_count reads 0 (before the load), 12, then 8 at almost "
-    "every scrape to the end, and all 561 tickets are answered (p50 1.04 s, max 1.54 s). "
-    "instance_saturation._rise compares the gauge when the all-busy stretch began (0: the "
-    "stretch begins with the load) with its peak, so a queue that fills to a constant depth "
-    "in the first second reads as growth; a queue flat for 33 s at a steady latency is the "
-    "load the clients chose",
-    "hx_healthy_ramp": "false finding: instance_saturation critical on hx_dispatch ('busy for "
-    "34.6 s while its queue grew from 0 to 8 requests (fed by BLS calls from hx_sentiment, "
-    "BLS calls from hx_intent)'). In flight 4 -> 16 -> 4: the gauge reads 0-2, 8 from 10 s "
-    "to 22 s, 1-2 after; all 325 answered, p50 1.01 s, max 1.50 s. As hx_healthy (a closed "
-    "loop's queue taken for growth), and the callers named are hx_dispatch's own children: "
-    "with many tickets in flight every model's requests are admitted during every batch, "
-    "and waits.callees learns hx_sentiment -> {hx_dispatch}, hx_intent -> {hx_dispatch}, "
-    "hx_kb -> {hx_intent, hx_sentiment} (the real graph: hx_dispatch -> hx_intent, "
-    "hx_sentiment, hx_kb, nothing else)",
     "hx_kb_hang_quiet": "nothing reported. --log-verbose 0: one hx_kb call never returned "
     "and held one hx_dispatch instance and its 3 tickets from 8 s to the end, while the "
     "other instances served (clients: 342 ok at p50 2.06 s instead of 1.04 s, 2 background "
@@ -102,19 +84,24 @@ GAPS: dict[str, str] = {
     "requests' at 17:52:40.949779/.949816 and two hx_dispatch requests 'prepared' at "
     ".950945/.951046 (their exec() calls back), never started; both hx_dispatch instances "
     "(executing 2 and 4 requests from 40.947) and both hx_kb instances never released; "
-    "pending hx_dispatch 46, hx_kb 4. Under 16 tickets in flight waits.callees learns "
-    "hx_kb -> {hx_intent, hx_sentiment} (never hx_dispatch) and origins reads every model as "
-    "an ensemble step model, so the two queued hx_dispatch requests get no hx_kb caller and "
-    "no cycle closes (the queued hx_kb calls are even named calls 'to the ensemble hx_triage')",
+    "pending hx_dispatch 46, hx_kb 4. waits.callees now learns only hx_dispatch -> hx_intent, "
+    "hx_kb, hx_sentiment (a call must be taken by an instance before its caller's batch "
+    "ends; siblings gathered side by side are not each other's callees), but origins still "
+    "reads hx_dispatch's children as ensemble steps (_step_models grows its set from any "
+    "admission within 2 ms of a step's release, and with 16 tickets in flight releases are "
+    "everywhere: 117 of hx_kb's 130 requests read as steps), and the two hx_dispatch "
+    "requests hx_kb sent back, hx_dispatch being a real step, read as the ensemble's: no "
+    "cycle closes",
     "hx_sentiment_saturated": "the right kind and model, no culprit: instance_saturation "
-    "critical on hx_dispatch ('busy for 34.6 s while its queue grew from 0 to 80 requests "
+    "critical on hx_dispatch ('busy for 34.6 s while its queue grew from 13 to 80 requests "
     "(fed by clients)') does not name hx_sentiment, whose one instance was busy 29.2 s of 35 "
     "(33 batches, 115 tickets at 250 ms each) with at most 6 pending, while hx_dispatch's "
     "queue grew 0, 13, 8, ..., 64, 77, 80 (205 of 208 tickets timed out at the clients' 3 s). "
     "_slowed_callee names a child only when its executions slowed 2x across the stretch (a "
     "creep): hx_sentiment's median execute was 0.51 s in its first 8 and 0.89 s in its last "
-    "8 (1.7x), slow from the start; and the learned callees it would pick from are wrong "
-    "under this load (see hx_healthy_ramp)",
+    "8 (1.7x), slow from the start; the callees it picks from are right now (hx_dispatch -> "
+    "hx_intent, hx_kb, hx_sentiment), but nothing compares a callee's busy time with its "
+    "caller's",
     # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
     # README, "Round 31".
 }
