@@ -284,6 +284,7 @@ class InstanceSaturation:
                 waits.get(id(stretch)),
                 id(stretch) in from_log,
                 _slowed_callee(inst, calls.get(model, set()), stretch),
+                _busiest_callee(inst, calls.get(model, set()), stretch),
             )
             for model, (stretch, before, peak, peak_at) in sorted(best.items())
         ]
@@ -300,6 +301,7 @@ class InstanceSaturation:
         waited: tuple[float, int, float] | None = None,
         from_log: bool = False,
         slowed: tuple[str, float, float] | None = None,
+        busiest: tuple[str, int, float] | None = None,
     ) -> Finding:
         n = len(s.instances)
         fed = (
@@ -331,6 +333,14 @@ class InstanceSaturation:
             f"{who} busy for {s.seconds:.1f} s while {queue} (fed by {fed}): the model "
             "cannot keep up with its callers."
         )
+        if busiest is not None and (slowed is None or slowed[0] != busiest[0]):
+            child, count, share = busiest
+            held = "its only instance was" if count == 1 else f"its {count} instances were"
+            summary += (
+                f" Its batches wait on its BLS calls to '{child}': {held} busy {share:.0%} of "
+                "the stretch, a callee at its capacity holds this model's instances (its own "
+                "queue stays short when each of its batches takes all that waits)."
+            )
         if slowed is not None:
             child, early, late = slowed
             summary += (
@@ -598,6 +608,34 @@ def _slowed_callee(
         a, b = median(early), median(late)
         if b >= _SLOWED * a and b >= _SLOWED_MIN_S and (best is None or b / a > best[2] / best[1]):
             best = (child, a, b)
+    return best
+
+
+_AT_CAPACITY = 0.8
+"""A callee whose instances were busy this share of a saturated caller's stretch is at its
+capacity (hx_sentiment_saturated: hx_sentiment's one instance 29 s of 35, at most 6 queued)."""
+
+
+def _busiest_callee(inst: Instances, called: set[str], s: Stretch) -> tuple[str, int, float] | None:
+    """The callee whose instances were busiest over the stretch, ``(model, instances, share
+    of their time)``, when at least ``_AT_CAPACITY``: a slow child whose batches take every
+    call queued for it shows no queue of its own, only its callers'."""
+    span = s.end_ns - s.start_ns
+    best: tuple[str, int, float] | None = None
+    for child in sorted(called):
+        names: set[str] = set()
+        busy = 0
+        for e in inst.executions:
+            if e.model != child:
+                continue
+            names.add(e.instance)
+            end = s.end_ns if e.end_ns is None else min(e.end_ns, s.end_ns)
+            busy += max(0, end - max(e.start_ns, s.start_ns))
+        if not names or span <= 0:
+            continue
+        share = busy / (len(names) * span)
+        if share >= _AT_CAPACITY and (best is None or share > best[2]):
+            best = (child, len(names), share)
     return best
 
 

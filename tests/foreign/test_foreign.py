@@ -92,16 +92,6 @@ GAPS: dict[str, str] = {
     "everywhere: 117 of hx_kb's 130 requests read as steps), and the two hx_dispatch "
     "requests hx_kb sent back, hx_dispatch being a real step, read as the ensemble's: no "
     "cycle closes",
-    "hx_sentiment_saturated": "the right kind and model, no culprit: instance_saturation "
-    "critical on hx_dispatch ('busy for 34.6 s while its queue grew from 13 to 80 requests "
-    "(fed by clients)') does not name hx_sentiment, whose one instance was busy 29.2 s of 35 "
-    "(33 batches, 115 tickets at 250 ms each) with at most 6 pending, while hx_dispatch's "
-    "queue grew 0, 13, 8, ..., 64, 77, 80 (205 of 208 tickets timed out at the clients' 3 s). "
-    "_slowed_callee names a child only when its executions slowed 2x across the stretch (a "
-    "creep): hx_sentiment's median execute was 0.51 s in its first 8 and 0.89 s in its last "
-    "8 (1.7x), slow from the start; the callees it picks from are right now (hx_dispatch -> "
-    "hx_intent, hx_kb, hx_sentiment), but nothing compares a callee's busy time with its "
-    "caller's",
     # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
     # README, "Round 31".
 }
