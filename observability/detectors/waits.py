@@ -265,6 +265,15 @@ def analyse(
     # caller, and a deadlock invented through it (foreign ch_leaf_hang).
     model_of = {id(req): req.model for _, req in pending}
     for rid, cands in callers.items():
+        model = model_of[rid]
+        back = [c for c in cands if c.model != model and c.model in learned.get(model, ())]
+        if back and any(c.model == model for c in cands):
+            # A request to a model made while one of that model's own callees ran is the
+            # callee calling back (A -> B -> A), not A calling itself while it awaits B
+            # (hx_kb_recall_deadlock: hx_kb exec()s hx_dispatch 1.1 ms into its batch, both
+            # hx_dispatch batches awaiting their hx_kb calls).
+            callers[rid] = back
+            continue
         known = [
             c
             for c in cands

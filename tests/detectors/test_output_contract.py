@@ -5,8 +5,9 @@
 declares TYPE_FP32; Triton serves it, and vid_track, the gateway's next BLS call, refuses it
 in errors no log line or counter shows (and ``ex_bls_decoupled_verbatim``: python_backend's
 bls_decoupled example as published, answering SUM as INT64 where its config says INT32).
-``vid_healthy`` ran the same load; every other recording of the corpus (their configs declare what they answer, TYPE_STRING as BYTES) must
-stay silent too, though the join gives BLS parents their children's output lines.
+``vid_healthy`` ran the same load; every other recording of the corpus (their configs
+declare what they answer, TYPE_STRING as BYTES) must stay silent too, though the join gives
+BLS parents their children's output lines.
 """
 
 from __future__ import annotations

@@ -78,20 +78,6 @@ GAPS: dict[str, str] = {
     "hx_kb's nv_inference_request_success staying one below hx_sentiment's (each ticket "
     "calls each child once) from the hang to the end, and hx_dispatch's pending gauge rising from "
     "8-9 to 12 and staying there",
-    "hx_kb_recall_deadlock": "bls_deadlock missed: reported as hung_request critical on "
-    "hx_dispatch ('waits on 2 BLS calls to hx_kb: 2 executing ...; 4 BLS calls to the "
-    "ensemble hx_triage, in its step hx_kb: 4 queued'). hx_kb_0_1 and hx_kb_0_0 'executing 1 "
-    "requests' at 17:52:40.949779/.949816 and two hx_dispatch requests 'prepared' at "
-    ".950945/.951046 (their exec() calls back), never started; both hx_dispatch instances "
-    "(executing 2 and 4 requests from 40.947) and both hx_kb instances never released; "
-    "pending hx_dispatch 46, hx_kb 4. waits.callees now learns only hx_dispatch -> hx_intent, "
-    "hx_kb, hx_sentiment (a call must be taken by an instance before its caller's batch "
-    "ends; siblings gathered side by side are not each other's callees), but origins still "
-    "reads hx_dispatch's children as ensemble steps (_step_models grows its set from any "
-    "admission within 2 ms of a step's release, and with 16 tickets in flight releases are "
-    "everywhere: 117 of hx_kb's 130 requests read as steps), and the two hx_dispatch "
-    "requests hx_kb sent back, hx_dispatch being a real step, read as the ensemble's: no "
-    "cycle closes",
     # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
     # README, "Round 31".
 }
