@@ -8,7 +8,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/ex``, ``repos/hx``:
+``repos/ex``, ``repos/hx``, ``repos/sw``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -35,7 +35,10 @@ users copy them; their clients (``tests.foreign.exload``) go round the example c
 requests, gRPC streams for the decoupled ones. The ``hx``
 clients (``tests.foreign.hxload``, ``Scenario.hx``) are processes of their own, each keeping
 several HTTP ``async_infer()`` calls in flight (``InferenceServerClient(concurrency=N)``),
-no request ids. Each scenario leaves:
+no request ids. The ``sw`` load (``tests.foreign.swload``, ``Scenario.sw``) is perf_analyzer's
+two modes in a process of its own: closed-loop gRPC slots stepping their number (a
+concurrency sweep) or an open loop at a fixed request rate, no request ids. Each scenario
+leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -74,7 +77,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import cxload, exload, genload, hxload, medload, seqload
+from tests.foreign import cxload, exload, genload, hxload, medload, seqload, swload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -124,8 +127,8 @@ class Scenario:
     repo: str
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
-    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex`` or
-    ``hx``."""
+    ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
+    ``hx`` or ``sw``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -186,6 +189,9 @@ class Scenario:
     hx: str = ""
     """``hx`` only: the client processes' plan, a key of ``hxload.PLANS`` (how many requests
     each keeps in flight, over the window, and its client timeout)."""
+    sw: str = ""
+    """``sw`` only: the load process's plan, a key of ``swload.PLANS`` (perf_analyzer's
+    concurrency sweep or request rate over the window)."""
 
     @property
     def healthy(self) -> bool:
@@ -5057,6 +5063,127 @@ _HX = (
 SCENARIOS.update({s.name: s for s in _HX})
 
 
+# ------------------------------------------------------------------ sw (round 33)
+# An ad-auction pipeline under perf_analyzer-style load: a concurrency sweep (closed-loop
+# slots 1 -> 16) or an open loop at a fixed request rate. Everything sw-specific lives in this
+# block, in tests/foreign/swload.py and in the ``repo == "sw"`` branches of _worker, _inject
+# and _load_text.
+
+_SW_PIPELINE = (
+    "the ad-auction pipeline (sw_auction, python BLS, synchronous `def execute`, 2 instances, "
+    "no dynamic batching, per request an exec() of sw_ctr (1 instance, dynamic batching up to "
+    "16, 2 ms, 8 ms a batch plus 1 ms a request) and of sw_pacing (max_batch_size 0, 2 "
+    "instances, 6 ms a call), then a 150 ms auction; and sw_prebid, a pure ensemble of "
+    "sw_featurize (1 instance, batching preferred 4 (2 ms), 250 ms a batch) -> sw_ctr; "
+    "children without ids)"
+)
+
+
+def _sw_clients(plan: str) -> str:
+    return f"plan `{plan}`: {swload.PLANS[plan].text()}"
+
+
+_SW_PACING_HANG = Injection(
+    8,
+    1,
+    {"sw_fault": "pacing_hang"},
+    60,
+    "one bid request whose sw_pacing call makes the sw_pacing instance that takes it sleep "
+    "300 s (its exec() never returns)",
+)
+_SW = (
+    Scenario(
+        "sw_healthy_sweep",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log; {_sw_clients('sweep')}",
+        (),
+        duration_s=38.0,
+        clients=1,
+        sw="sweep",
+    ),
+    Scenario(
+        "sw_healthy_sweep_quiet",
+        "sw",
+        f"{_SW_PIPELINE}; without --log-verbose and without trace files; {_sw_clients('sweep')}",
+        (),
+        log_verbose=0,
+        trace=False,
+        duration_s=38.0,
+        clients=1,
+        sw="sweep",
+    ),
+    Scenario(
+        "sw_healthy_rate",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log; {_sw_clients('rate_ok')}: below capacity, queues form "
+        "and drain",
+        (),
+        duration_s=38.0,
+        clients=1,
+        sw="rate_ok",
+    ),
+    Scenario(
+        "sw_rate_overload",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log; {_sw_clients('rate_over')}: from 8 s to 23 s the "
+        "arrival rate is above what sw_auction's two instances can serve, no fault in the code",
+        (("instance_saturation", "sw_auction"),),
+        duration_s=40.0,
+        clients=1,
+        sw="rate_over",
+    ),
+    Scenario(
+        "sw_pacing_hang",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log; {_sw_clients('c8')}; 8 s in, one bid request's "
+        "sw_pacing call never returns (the sw_pacing instance that takes it sleeps 300 s), "
+        "holding the sw_auction instance whose exec() waits on it",
+        (("hung_request", "sw_auction"),),
+        duration_s=38.0,
+        clients=1,
+        sw="c8",
+        injections=(_SW_PACING_HANG,),
+    ),
+    Scenario(
+        "sw_pacing_hang_quiet",
+        "sw",
+        f"{_SW_PIPELINE}; without --log-verbose and without trace files; {_sw_clients('c8')}; "
+        "8 s in, one bid request's sw_pacing call never returns (as sw_pacing_hang)",
+        (("hung_request", "sw_auction"),),
+        log_verbose=0,
+        trace=False,
+        duration_s=38.0,
+        clients=1,
+        sw="c8",
+        injections=(_SW_PACING_HANG,),
+    ),
+    Scenario(
+        "sw_ctr_cold_start",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log, server environment SW_CTR_COLD_S=4: sw_ctr's first "
+        f"execute sleeps 4 s before its work; {_sw_clients('sweep')}",
+        (("cold_start", "sw_ctr"),),
+        duration_s=38.0,
+        clients=1,
+        sw="sweep",
+        env={"SW_CTR_COLD_S": "4"},
+    ),
+    Scenario(
+        "sw_pacing_leak",
+        "sw",
+        f"{_SW_PIPELINE}, verbose log, server environment SW_PACING_LEAK_MS=5: each call of a "
+        "sw_pacing instance takes 5 ms longer than its previous one (a spend history appended "
+        f"and rescanned, never trimmed); {_sw_clients('c8')}",
+        (("instance_saturation", "sw_auction"),),
+        duration_s=38.0,
+        clients=1,
+        sw="c8",
+        env={"SW_PACING_LEAK_MS": "5"},
+    ),
+)
+SCENARIOS.update({s.name: s for s in _SW})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -5464,7 +5591,11 @@ def _worker(
     cap: int = MAX_REQUESTS_PER_WORKER,
     cx: str = "",
     hx: str = "",
+    sw: str = "",
 ) -> None:
+    if repo == "sw":  # perf_analyzer's modes in a load process (tests.foreign.swload)
+        swload.sw_worker(url, seed, stop, until, out.add, t0, swload.CAP, delay_s, sw)
+        return
     if repo == "hx":  # a client process with many HTTP requests in flight (tests.foreign.hxload)
         hxload.hx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, hx)
         return
@@ -5547,6 +5678,10 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         params = {k: v for k, v in inj.params.items() if k != "cx_plan"}
         plan = cxload.PLANS[str(inj.params.get("cx_plan", "calm"))]
         cxload.cx_inject(_client_url(lab, repo), idx, params, plan, label, out.add, t0)
+        return
+    if inj.action == "request" and repo == "sw":  # one gRPC client per faulty bid
+        url = _client_url(lab, repo)
+        swload.sw_inject(url, idx, dict(inj.params), inj.timeout_s or 60, label, out.add, t0)
         return
     if inj.action == "request" and repo == "hx":  # one HTTP client per faulty ticket
         url = _client_url(lab, repo)
@@ -5749,6 +5884,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "cap": scenario.request_cap,
                         "cx": scenario.cx,
                         "hx": scenario.hx,
+                        "sw": scenario.sw,
                     },
                     daemon=True,
                 )
@@ -5987,6 +6123,11 @@ _COUNT = {1: "one", 2: "two", 8: "eight"}
 
 
 def _load_text(scenario: Scenario) -> str:
+    if scenario.repo == "sw":  # perf_analyzer's modes, not one request at a time
+        return (
+            f"{swload.PLANS[scenario.sw].text()}; no request ids (BLS children are built "
+            f"without ids too); each request {_LOAD_TEXT['sw']}"
+        )
     if scenario.repo == "hx":  # processes with many requests in flight, not one at a time
         return (
             f"{hxload.PLANS[scenario.hx].text(scenario.clients)} (`tests.foreign.hxload`, no "
@@ -6006,6 +6147,10 @@ _LOAD_TEXT["pz"] = (  # round 29's family (kept out of the dict above to ease me
 )
 _LOAD_TEXT["hx"] = (  # round 32's family
     "an `hx_triage` infer of a random TICKET [1, 32] (FP32)"
+)
+_LOAD_TEXT["sw"] = (  # round 33's family
+    "an infer of a random BID_REQUEST [1, 20] (FP32) to `sw_auction` or, from the side "
+    "slots, `sw_prebid`"
 )
 _LOAD_TEXT["zoo"] = (  # round 30's family
     "an infer of a random X [1, 8] (FP32) to a model picked at random by weight (see "
