@@ -5091,6 +5091,65 @@ _SW_PACING_HANG = Injection(
     "one bid request whose sw_pacing call makes the sw_pacing instance that takes it sleep "
     "300 s (its exec() never returns)",
 )
+_SW_SWEEP_NOTE = (
+    "A concurrency sweep: each step adds closed-loop slots, so sw_auction's pending gauge "
+    "steps to the slots less its 2 instances and stays flat at each level (0, 0, 2, 6, 14 at "
+    "c1, c2, c4, c8, c16), its throughput stays at capacity (about 11.6 a second from c2 on) "
+    "and the latency is the slots over that throughput (p50 0.17, 0.17, 0.34, 0.69, 1.37 s); "
+    "every request is answered. sw_featurize's one instance is kept busy by the side slot "
+    "alone (a 250 ms batch at a time, back to back), as a benchmark at concurrency 1 does. "
+    "Queues the user's load chose, nothing of warning or above is owed."
+)
+_SW_RATE_NOTE = (
+    "Poisson arrivals at 9 a second against a capacity of about 11.6: sw_auction's queue forms "
+    "in bursts and drains (its pending gauge 0 to 7, back to 0 within seconds), every request "
+    "answered (p50 0.28 s, max 0.93 s). Queueing of a healthy open loop below capacity: "
+    "nothing of warning or above is owed."
+)
+_SW_OVERLOAD_NOTE = (
+    "From 8 s to 23 s the Poisson arrivals (18 a second) exceed sw_auction's capacity (its two "
+    "instances, about 11.6 a second, each request 150 ms of auction plus its two exec() "
+    "calls): its pending gauge climbs 6, 9, 15, 20, ... 89, 96, 98 at 23 s, then drains at 4 a "
+    "second to 0 at 35 s, while sw_ctr's and sw_pacing's stay 0 (each auction instance makes "
+    "one call at a time). The clients' latency climbs to 8.7 s; every request is answered, no "
+    "fault in the code. `instance_saturation` on sw_auction, the model whose queue grows; "
+    "`absent`: `instance_saturation` on sw_ctr and sw_pacing, `hung_request` on sw_auction."
+)
+_SW_HANG_NOTE = (
+    "One bid request's sw_pacing call never returns: 'sw_pacing_0_1, executing 1 requests' "
+    "and 'sw_auction_0_0, executing 1 requests' are never released; sw_auction_0_1 and "
+    "sw_pacing_0_0 serve on, so the c8 clients' p50 doubles (1.37 s, all answered) and the "
+    "fault request ends at shutdown (UNAVAILABLE). `hung_request` on sw_auction, the "
+    "client-facing caller, naming sw_pacing_0_1 (`mentions`), as hx_kb_hang; `bls_deadlock` "
+    "is `absent`."
+)
+_SW_QUIET_HANG_NOTE = (
+    "What happened: as in sw_pacing_hang, one sw_pacing call never returned and held one "
+    "sw_auction instance for the rest of the window (the c8 clients' p50 1.37 s instead of "
+    "0.69 s, the fault request unanswered until shutdown). /metrics shows it: sw_auction's "
+    "pending gauge steps from 6 to 7 at 8 s and stays, its successes per second halve (12 to "
+    "about 6), and sw_ctr's successes less sw_prebid's (the auction's sw_ctr calls) stay one "
+    "above sw_pacing's from 9 s to the end (0 before). `hung_request` on sw_auction, as in "
+    "the verbose twin and hx_kb_hang_quiet."
+)
+_SW_COLD_NOTE = (
+    "sw_ctr's first execute takes 4.05 s (then 10 ms): the first c1 request and the side "
+    "slot's first ensemble request wait on it (4.30 s and 4.06 s), then the sweep goes on as "
+    "in sw_healthy_sweep, every request answered. `cold_start` on sw_ctr; `hung_request` on "
+    "sw_auction is `absent` (its execution waiting on the cold call ended within 5 s)."
+)
+_SW_LEAK_NOTE = (
+    "Each sw_pacing call takes 5 ms longer than its instance's previous one: its executions "
+    "grow from 17 ms (each instance's second call) to 472 ms over the window, no error. "
+    "sw_auction's executions (each waiting on its sw_pacing call) grow from 250 ms to 633 ms, "
+    "its throughput falls from about "
+    "10 to 2 a second, and the c8 clients' latency climbs (p50 1.63 s, max 2.59 s against "
+    "0.69 s in sw_healthy_sweep's c8 step), every request answered. Under a closed loop the "
+    "queue cannot grow: sw_auction's pending gauge reads 6 (8 slots less 2 instances) from the "
+    "first second to the last. As img_preprocess_latency_creep: `instance_saturation` on "
+    "sw_auction naming sw_pacing (`mentions`); `absent`: `instance_saturation` on sw_pacing "
+    "(never queued: 2 instances, at most 2 calls at once), `hung_request` on sw_auction."
+)
 _SW = (
     Scenario(
         "sw_healthy_sweep",
@@ -5100,6 +5159,7 @@ _SW = (
         duration_s=38.0,
         clients=1,
         sw="sweep",
+        note=_SW_SWEEP_NOTE,
     ),
     Scenario(
         "sw_healthy_sweep_quiet",
@@ -5121,6 +5181,7 @@ _SW = (
         duration_s=38.0,
         clients=1,
         sw="rate_ok",
+        note=_SW_RATE_NOTE,
     ),
     Scenario(
         "sw_rate_overload",
@@ -5131,6 +5192,7 @@ _SW = (
         duration_s=40.0,
         clients=1,
         sw="rate_over",
+        note=_SW_OVERLOAD_NOTE,
     ),
     Scenario(
         "sw_pacing_hang",
@@ -5143,6 +5205,7 @@ _SW = (
         clients=1,
         sw="c8",
         injections=(_SW_PACING_HANG,),
+        note=_SW_HANG_NOTE,
     ),
     Scenario(
         "sw_pacing_hang_quiet",
@@ -5156,6 +5219,7 @@ _SW = (
         clients=1,
         sw="c8",
         injections=(_SW_PACING_HANG,),
+        note=_SW_QUIET_HANG_NOTE,
     ),
     Scenario(
         "sw_ctr_cold_start",
@@ -5167,6 +5231,7 @@ _SW = (
         clients=1,
         sw="sweep",
         env={"SW_CTR_COLD_S": "4"},
+        note=_SW_COLD_NOTE,
     ),
     Scenario(
         "sw_pacing_leak",
@@ -5179,6 +5244,7 @@ _SW = (
         clients=1,
         sw="c8",
         env={"SW_PACING_LEAK_MS": "5"},
+        note=_SW_LEAK_NOTE,
     ),
 )
 SCENARIOS.update({s.name: s for s in _SW})

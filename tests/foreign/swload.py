@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -214,7 +215,7 @@ def _rate(url: str, seed: int, t0: float, until: float, out: _Out, plan: Plan) -
                 client.async_infer(
                     MODEL,
                     _inputs(tc, _bid(rng)),
-                    callback=lambda r, e, k=n, m=name, s=started: done(k, m, s, r, e),
+                    callback=partial(done, n, name, started),  # called with result=, error=
                     client_timeout=plan.timeout_s,
                 )
             except Exception as err:  # refused before it was sent
