@@ -5110,7 +5110,7 @@ _SW_OVERLOAD_NOTE = (
     "From 8 s to 23 s the Poisson arrivals (18 a second) exceed sw_auction's capacity (its two "
     "instances, about 11.6 a second, each request 150 ms of auction plus its two exec() "
     "calls): its pending gauge climbs 6, 9, 15, 20, ... 89, 96, 98 at 23 s, then drains at 4 a "
-    "second to 0 at 35 s, while sw_ctr's and sw_pacing's stay 0 (each auction instance makes "
+    "second to 0 at 36 s, while sw_ctr's and sw_pacing's stay 0 (each auction instance makes "
     "one call at a time). The clients' latency climbs to 8.7 s; every request is answered, no "
     "fault in the code. `instance_saturation` on sw_auction, the model whose queue grows; "
     "`absent`: `instance_saturation` on sw_ctr and sw_pacing, `hung_request` on sw_auction."
