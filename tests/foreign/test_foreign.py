@@ -82,25 +82,6 @@ GAPS: dict[str, str] = {
     # README, "Round 31".
     # Round 33 (sw, perf_analyzer-style concurrency sweeps and request rates): see the
     # README, "Round 33".
-    "sw_healthy_sweep": "false finding: instance_saturation warning on sw_auction ('All 2 "
-    "instances ... busy for 27.2 s while its queue grew from 0 to 14 requests (fed by "
-    "clients)'). A concurrency sweep 1 -> 2 -> 4 -> 8 -> 16 slots, 6 s each: sw_auction's "
-    "pending gauge steps 0, 0, 2, 6, 14 and is flat within each step, its throughput stays at "
-    "capacity (about 11.6 a second from c2 on: successes 43, 55, 66, 77, 89, ... one scrape a "
-    "second), the latency is slots over throughput (p50 0.17, 0.17, 0.34, 0.69, 1.37 s), all "
-    "349 answered. The closed-loop exemption (_settled) applies only to a stretch that began "
-    "within with_load_s of the model's first request; the sweep's all-busy stretch begins at "
-    "the c2 step (6 s: at c1 one instance idles), so _rise reads the gauge at its start (0) "
-    "against its peak (14): each step the user took reads as growth. (Tree af9b631 also "
-    "reported instance_saturation critical on sw_featurize, kept busy by one closed-loop slot "
-    "on the ensemble, its gauge 1 at one scrape of 39: a request inside the batcher's 2 ms "
-    "delay; main's 44febb4 no longer does)",
-    "sw_healthy_rate": "false finding: instance_saturation warning on sw_auction ('busy for "
-    "4.0 s while its queue grew from 0 to 7 requests'). An open loop of Poisson arrivals at 9 "
-    "a second against a capacity of about 11.6: the pending gauge reads 0 1 2 6 2 0 5 5 7 0 1 "
-    "1 0 5 4 0 ... (bursts that drain within seconds), all 341 requests answered (p50 0.28 s, "
-    "max 0.93 s). A 4 s all-busy stretch (min_busy_s 2 s) whose queue was back to its start "
-    "by the stretch's end is a burst absorbed, not a model that cannot keep up",
     "sw_pacing_hang_quiet": "nothing reported. --log-verbose 0: one sw_pacing call never "
     "returned and held one sw_auction instance from 8 s to the end while the other served "
     "(c8 clients: 274 ok at p50 1.37 s instead of 0.69 s; the fault request unanswered until "
@@ -109,16 +90,6 @@ GAPS: dict[str, str] = {
     "and staying, its successes per second halving (12 to about 6), and sw_ctr's successes "
     "less sw_prebid's (the auction's sw_ctr calls) one above sw_pacing's from 9 s to the end "
     "(0 before): a per-request child call that never finished (as hx_kb_hang_quiet)",
-    "sw_pacing_leak": "nothing reported. Each sw_pacing call takes 5 ms longer than its "
-    "instance's previous one (executions 17 ms -> 472 ms, 'executing 1 requests' ... "
-    "'released 1 requests' on sw_pacing_0_0/0_1); sw_auction's executions grow 250 ms -> 633 "
-    "ms, its successes per second fall from about 10 to 2, the c8 clients' p50 is 1.63 s "
-    "(max 2.59 s) against 0.69 s healthy. Under 8 closed-loop slots sw_auction's pending "
-    "gauge reads 6 at every scrape from the first second, so the stretch begins with the "
-    "load and _settled finds no rise past its level: the closed-loop exemption hides a "
-    "saturation that shows as executions that slow 2.5x and a throughput that falls 5x at a "
-    "constant queue (sw_pacing's executions slowed 27x, which _slowed_callee would name once "
-    "a stretch counts)",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
