@@ -8,7 +8,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/ex``, ``repos/hx``, ``repos/sw``:
+``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -37,8 +37,11 @@ clients (``tests.foreign.hxload``, ``Scenario.hx``) are processes of their own, 
 several HTTP ``async_infer()`` calls in flight (``InferenceServerClient(concurrency=N)``),
 no request ids. The ``sw`` load (``tests.foreign.swload``, ``Scenario.sw``) is perf_analyzer's
 two modes in a process of its own: closed-loop gRPC slots stepping their number (a
-concurrency sweep) or an open loop at a fixed request rate, no request ids. Each scenario
-leaves:
+concurrency sweep) or an open loop at a fixed request rate, no request ids.
+The ``gs`` clients (``tests.foreign.gsload``) each hold one long-lived gRPC
+stream for the whole window and keep several requests outstanding on it, to a non-decoupled
+BLS model and a decoupled one in turn, no request ids (a message number travels as a
+tensor). Each scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -77,7 +80,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import cxload, exload, genload, hxload, medload, seqload, swload
+from tests.foreign import cxload, exload, genload, gsload, hxload, medload, seqload, swload
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -128,7 +131,7 @@ class Scenario:
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
     ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
-    ``hx`` or ``sw``."""
+    ``hx``, ``sw`` or ``gs``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -192,6 +195,9 @@ class Scenario:
     sw: str = ""
     """``sw`` only: the load process's plan, a key of ``swload.PLANS`` (perf_analyzer's
     concurrency sweep or request rate over the window)."""
+    gs: str = "split"
+    """``gs`` only: the clients' plan, a key of ``gsload.PLANS``: ``mixed`` (one stream per
+    client carrying both models' requests) or ``split`` (one stream per model)."""
 
     @property
     def healthy(self) -> bool:
@@ -5250,6 +5256,154 @@ _SW = (
 SCENARIOS.update({s.name: s for s in _SW})
 
 
+# ------------------------------------------------------------------ gs (round 34)
+# Chat moderation and suggested replies, all over one long-lived gRPC stream per client.
+# Everything gs-specific lives in this block, in tests/foreign/gsload.py and in the
+# ``repo == "gs"`` branches of _worker, _inject and _load_text.
+
+_GS_PIPELINE = (
+    "the chat pipeline: gs_moderate (python BLS, `async def execute`, 2 instances, no "
+    "batching: two async_exec() children per message gathered at once, gs_toxicity (1 "
+    "instance, dynamic batching up to 8, preferred 4, 2 ms, 10 ms a batch) and gs_spam (2 "
+    "instances, max_batch_size 0, 5 ms a call), and a done-callback on the gs_toxicity future "
+    "that calibrates its scores per language and hands them on through a future of its own) "
+    "and gs_reply (python, decoupled, 2 instances, no batching: 3 to 6 partial results sent "
+    "from execute through the response sender, 30 ms apart, the last with the final flag); "
+    "children without ids"
+)
+_GS_CLIENTS = (
+    "three id-less gRPC clients, each with two streams for the whole window, one carrying up "
+    "to 4 outstanding gs_moderate requests (one response each), one up to 4 outstanding "
+    "gs_reply requests (3 to 6 responses each)"
+)
+_GS_MIXED_CLIENTS = (
+    "three id-less gRPC clients, each with ONE stream for the whole window carrying up to 6 "
+    "outstanding requests to gs_moderate (one response each) and gs_reply (3 to 6) in turn"
+)
+
+
+def _gs(at_s: float, model: str, params: Mapping[str, str | int | float], what: str) -> Injection:
+    """One faulty request on a stream of its own, which carries healthy requests on for
+    25 s after it."""
+    return Injection(at_s, 1, {"gs_model": model, **params}, 60, what, repeat_s=25)
+
+
+_GS_HANG = _gs(
+    8,
+    "gs_moderate",
+    {"gs_fault": "spam_hang"},
+    "one message whose gs_spam call sleeps 300 s (its async_exec() never returns); 4 to 6 "
+    "healthy requests stay outstanding on the same stream",
+)
+_GS_HEALTHY_NOTE = "Nothing of warning or above is expected: every request was answered."
+_GS = (
+    Scenario(
+        "gs_healthy",
+        "gs",
+        f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; nothing injected: the twin of every gs_* "
+        "fault",
+        (),
+        duration_s=40,
+        clients=3,
+        note=_GS_HEALTHY_NOTE,
+    ),
+    Scenario(
+        "gs_spam_hang",
+        "gs",
+        f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; 8 s in, a fourth client's stream carries "
+        "one message whose gs_spam call never returns (the gs_spam instance that takes it "
+        "sleeps 300 s), then healthy requests on for 25 s",
+        (("hung_request", "gs_moderate"),),
+        duration_s=40,
+        clients=3,
+        injections=(_GS_HANG,),
+    ),
+    Scenario(
+        "gs_reply_stall",
+        "gs",
+        f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; 8 s in, a fourth client's stream carries "
+        "one gs_reply request with gs_stall_after=2: 2 partial results, then its execute waits "
+        "300 s on a feed nothing fills (no final flag); healthy requests go on on that stream",
+        (("stream_stalled", "gs_reply"),),
+        duration_s=40,
+        clients=3,
+        injections=(
+            _gs(
+                8,
+                "gs_reply",
+                {"gs_stall_after": 2},
+                "one gs_reply request stalled after 2 of its partial results",
+            ),
+        ),
+    ),
+    Scenario(
+        "gs_callback_error",
+        "gs",
+        f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; 8 s in, a fourth client's stream carries "
+        "one message with gs_lang=xx: the done-callback on its gs_toxicity future raises "
+        "KeyError, the future execute awaits is never resolved and the message never gets its "
+        "response; healthy requests go on on that stream",
+        (("callback_error", "gs_moderate"),),
+        duration_s=40,
+        clients=3,
+        injections=(
+            _gs(
+                8,
+                "gs_moderate",
+                {"gs_lang": "xx"},
+                "one message in a language without a calibration table: the done-callback raises",
+            ),
+        ),
+    ),
+    Scenario(
+        "gs_stream_cancel",
+        "gs",
+        f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; from 6 s, a fourth client in rounds: 8 "
+        "requests on a new stream, the stream cancelled 120 ms later "
+        "(stop_stream(cancel_requests=True)) with requests outstanding, then 8 more on a "
+        "fresh stream read to their end, 2 s apart",
+        (),
+        duration_s=40,
+        clients=3,
+        injections=(
+            Injection(
+                6,
+                1,
+                {"gs_cancel_after_ms": 120},
+                10,
+                "a client that cancels its stream with requests outstanding, then opens a new one",
+                repeat_s=28,
+            ),
+        ),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _GS})
+SCENARIOS["gs_mixed_stream_crash"] = Scenario(
+    "gs_mixed_stream_crash",
+    "gs",
+    f"{_GS_PIPELINE}, verbose log; {_GS_MIXED_CLIENTS}: the load of gs_healthy, but each "
+    "client's one stream carries both models' requests; nothing injected",
+    (("target_down", ""),),
+    duration_s=40,
+    clients=3,
+    gs="mixed",
+)
+SCENARIOS["gs_healthy_quiet"] = replace(
+    SCENARIOS["gs_healthy"],
+    name="gs_healthy_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['gs_healthy'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+SCENARIOS["gs_spam_hang_quiet"] = replace(
+    SCENARIOS["gs_spam_hang"],
+    name="gs_spam_hang_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['gs_spam_hang'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -5600,6 +5754,7 @@ _PAUSE_S = {
 _PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease merges)
 _PAUSE_S["zoo"] = 0.25  # round 30's family
 _PAUSE_S["ex"] = 0.2  # round 31's family
+_PAUSE_S["gs"] = gsload.PAUSE_S  # round 34's family: a top-up of the stream, then a pause
 _PAUSE_S["hx"] = 0.0  # round 32's family: each answer is followed by the next request at once
 
 
@@ -5658,9 +5813,13 @@ def _worker(
     cx: str = "",
     hx: str = "",
     sw: str = "",
+    gs: str = "split",
 ) -> None:
     if repo == "sw":  # perf_analyzer's modes in a load process (tests.foreign.swload)
         swload.sw_worker(url, seed, stop, until, out.add, t0, swload.CAP, delay_s, sw)
+        return
+    if repo == "gs":  # long-lived gRPC streams, several requests on each (tests.foreign.gsload)
+        gsload.gs_worker(url, seed, stop, until, out.add, t0, cap, delay_s, gs)
         return
     if repo == "hx":  # a client process with many HTTP requests in flight (tests.foreign.hxload)
         hxload.hx_worker(url, seed, stop, until, out.add, t0, cap, delay_s, hx)
@@ -5748,6 +5907,11 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     if inj.action == "request" and repo == "sw":  # one gRPC client per faulty bid
         url = _client_url(lab, repo)
         swload.sw_inject(url, idx, dict(inj.params), inj.timeout_s or 60, label, out.add, t0)
+        return
+    if inj.action == "request" and repo == "gs":  # a stream of its own (tests.foreign.gsload)
+        url = _client_url(lab, repo)
+        timeout = inj.timeout_s or 60
+        gsload.gs_inject(url, idx, dict(inj.params), timeout, inj.repeat_s, label, out.add, t0)
         return
     if inj.action == "request" and repo == "hx":  # one HTTP client per faulty ticket
         url = _client_url(lab, repo)
@@ -5951,6 +6115,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "cx": scenario.cx,
                         "hx": scenario.hx,
                         "sw": scenario.sw,
+                        "gs": scenario.gs,
                     },
                     daemon=True,
                 )
@@ -6194,6 +6359,12 @@ def _load_text(scenario: Scenario) -> str:
             f"{swload.PLANS[scenario.sw].text()}; no request ids (BLS children are built "
             f"without ids too); each request {_LOAD_TEXT['sw']}"
         )
+    if scenario.repo == "gs":  # one stream per client, several requests outstanding on it
+        return (
+            f"{_count_text(scenario)} clients (`tests.foreign.gsload`, plan `{scenario.gs}`, "
+            "tritonclient.grpc: no\n  request ids; BLS children are built without ids too), "
+            f"each holding {gsload.PLANS[scenario.gs].text()}; {_LOAD_TEXT['gs']}"
+        )
     if scenario.repo == "hx":  # processes with many requests in flight, not one at a time
         return (
             f"{hxload.PLANS[scenario.hx].text(scenario.clients)} (`tests.foreign.hxload`, no "
@@ -6210,6 +6381,13 @@ def _load_text(scenario: Scenario) -> str:
 _LOAD_TEXT["pz"] = (  # round 29's family (kept out of the dict above to ease merges)
     "`pz_orchestrator` infer of a random QUERY [16] (FP32) and `pz_ensemble` infer of a "
     "random QUERY [1, 16] in turn"
+)
+_LOAD_TEXT["gs"] = (  # round 34's family
+    "`async_stream_infer` to "
+    "`gs_moderate` (MESSAGE [16] FP32, random; MSG_ID [1] INT64) and `gs_reply` (PROMPT [n] "
+    "INT32, n = 4 to 24 random token ids; MSG_ID; `enable_empty_final_response`) in turn; "
+    "each request's outcome decided in the stream callback by the MSG_ID its responses "
+    "echo (ok at its final response, timeout after 10 s without it), for the whole window"
 )
 _LOAD_TEXT["hx"] = (  # round 32's family
     "an `hx_triage` infer of a random TICKET [1, 32] (FP32)"
