@@ -1,29 +1,33 @@
-"""The ``gs`` family's clients: one long-lived gRPC stream per client, many requests on it.
+"""The ``gs`` family's clients: long-lived gRPC streams with several requests on each.
 
-Many users send *all* their requests over one gRPC stream (``start_stream(callback)``, then
-``async_stream_infer`` for each), to ordinary models as well as decoupled ones, because it
-keeps many requests in flight from one client cheaply. Each background client here holds
-**one stream for the whole window** and keeps up to ``INFLIGHT`` requests outstanding on it:
-whenever ``LOW`` or fewer are left it tops up to ``INFLIGHT`` (the models in turn,
-``gs_moderate`` then ``gs_reply``), then pauses ``PAUSE_S``. On the non-decoupled
-``gs_moderate`` a request gets exactly one response; on the decoupled ``gs_reply`` (sent
-with ``enable_empty_final_response``) 3 to 6, the last carrying ``triton_final_response``.
-Responses arrive out of order on the one stream.
+Many users send their requests over gRPC streams (``start_stream(callback)``, then
+``async_stream_infer`` for each), to ordinary models as well as decoupled ones, because a
+stream keeps many requests in flight from one client cheaply. Each background client holds
+its stream(s) **for the whole window** (``Plan``): ``mixed``, one stream carrying requests to
+both models in turn (on tritonserver 2.51 this aborts the server within seconds: see
+``gs_mixed_stream_crash``), or ``split``, one stream per model (two
+``InferenceServerClient`` objects: tritonclient allows one stream each). A stream is topped
+up to ``Plan.inflight`` outstanding requests whenever ``Plan.low`` or fewer are left, then the
+client pauses ``Plan.pause_s``. On the non-decoupled ``gs_moderate`` a request gets exactly
+one response; on the decoupled ``gs_reply`` (sent with ``enable_empty_final_response``) 3 to
+6, the last carrying ``triton_final_response``.
 
 No request ids. The client tells its requests apart by the chat's own message number, the
 ``MSG_ID`` [1] INT64 tensor each model echoes on every response (an error response names it
 as ``msg=<n>``). Each request's outcome is decided in the stream callback: ``ok`` at its
-final response, ``error`` at an error naming it, ``timeout`` when it has been outstanding
-``timeout_s`` without its final response (the client forgets it; one cannot cancel a single
-request of a stream), ``cancelled`` when the client cancelled the stream with it outstanding
+final response, ``error`` at an error naming it (or at an error of the stream itself, for
+every request on it), ``timeout`` when it has been outstanding ``timeout_s`` without its
+final response (the client forgets it: one cannot cancel a single request of a stream),
+``cancelled`` when the client cancelled the stream with it outstanding
 (``stop_stream(cancel_requests=True)``), ``open`` when still outstanding at the end (the
-stream is then cancelled). Every loop is bounded in count (``cap``) and in time
-(``until``). No payload is recorded, only outcomes.
+stream is then cancelled). Every loop is bounded in count (``cap``) and in time (``until``).
+No payload is recorded, only outcomes.
 
-Injected clients (``gs_inject``) open a stream of their own: either one faulty request
-(request parameters) followed by healthy ones on the same stream for ``repeat_s`` seconds,
-or (``gs_cancel_after_ms``) rounds of: 8 requests on a new stream, the stream cancelled that
-many ms later with requests outstanding, then 8 more on a fresh stream read to their end.
+Injected clients (``gs_inject``) open streams of their own: either one faulty request
+(request parameters) followed by healthy requests to the same model on the same stream for
+``repeat_s`` seconds, or (``gs_cancel_after_ms``) rounds of: 8 requests on each of two new
+streams (one per model), both cancelled that many ms later with requests outstanding, then 8
+more on each of two fresh streams, read to their end, 2 s apart.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -353,6 +357,8 @@ def gs_inject(
     cancel_after_ms = params.pop("gs_cancel_after_ms", None)
     plan = PLANS["split"]
     rng = np.random.default_rng(1000 + idx)
+    # The faulty request stays outstanding: the stream is topped up while it is the only one.
+    carry = replace(plan, inflight=plan.inflight + 1, low=plan.low + 1)
     counter = iter(range(900_000_000 + idx * 1_000_000, 900_000_000 + (idx + 1) * 1_000_000))
     until = time.monotonic() + repeat_s
     never = threading.Event()
@@ -362,7 +368,7 @@ def gs_inject(
         try:
             lane.stream.send(model, inputs(model, rng, next(counter)), label, timeout_s, params)
             same = f"{label} (same stream):{model}"
-            _carry([lane], plan, rng, lambda: next(counter), never, until, 400, lambda m: same)
+            _carry([lane], carry, rng, lambda: next(counter), never, until, 400, lambda m: same)
             _drain([lane], 3.0)
         finally:
             _close([lane], [client])

@@ -5295,6 +5295,75 @@ _GS_HANG = _gs(
     "one message whose gs_spam call sleeps 300 s (its async_exec() never returns); 4 to 6 "
     "healthy requests stay outstanding on the same stream",
 )
+_GS_HANG_NOTE = (
+    "What happened: the fault message's gs_spam call slept 300 s on gs_spam_0_0, holding "
+    "gs_moderate_0_0 in its gather for the rest of the window; gs_moderate_0_1 and "
+    "gs_spam_0_1 served everything else. The stream that carried the fault message carried "
+    "12 more gs_moderate requests after it: Triton executed and answered every one (gs_moderate "
+    "released 336 batches, 324 clients' + 12), but none reached its client (8 timed out at "
+    "10 s, 4 open at the end): a gRPC stream writes a non-decoupled model's responses in the "
+    "order its requests were read (stream_infer_handler.cc: EnqueueForResponse / "
+    "WriteResponseIfReady), so every later response on that stream waits behind the hung one. "
+    "One hang, one alert: hung_request on gs_moderate, the client-facing caller, naming the "
+    "stuck child instance gs_spam_0_0 (`mentions`), as cx_score_hang and hx_kb_hang. `absent`: "
+    "stream_stalled on gs_moderate (not decoupled: its requests hang, no stream stalls) and "
+    "on gs_reply, bls_deadlock on gs_moderate."
+)
+_GS_QUIET_HANG_NOTE = (
+    "What happened: as in gs_spam_hang (the same 12 responses blocked behind the hung one on "
+    "the fault stream), but the level-0 log has no line after the start. One gs_moderate "
+    "instance of two is held, the other serves: nothing stalls, its pending gauge stays 0. "
+    "/metrics shows the hang: each message calls each child once, and from the scrape 9 s in "
+    "to the end gs_toxicity's nv_inference_request_success stays one ahead of gs_spam's (337 "
+    "and 336 at the end; gs_moderate 336). hung_request on gs_moderate, as in the verbose "
+    "twin and hx_kb_hang_quiet. `absent`: model_stalled on gs_reply."
+)
+_GS_STALL_NOTE = (
+    "What happened: the fault request got 2 of its partial results, then gs_reply_0_0's "
+    "execute waited on its empty feed for the rest of the window: no final flag, the client "
+    "waited to the end. The same stream carried 64 more gs_reply requests meanwhile, all "
+    "answered (a decoupled model's responses are written as they come, not in request "
+    "order), at twice the usual latency (one instance of two left). stream_stalled on "
+    "gs_reply, the decoupled model the client streams from, as llm_stream_stall and "
+    "sum_lm_hang; its held instance is a true hung_request too. `absent`: stream_stalled and "
+    "hung_request on gs_moderate."
+)
+_GS_CALLBACK_NOTE = (
+    "What happened: the done-callback on the fault message's gs_toxicity future looked up "
+    "the calibration table of language 'xx' and raised KeyError, printed by asyncio "
+    "('Exception in callback ...'); the future it should have resolved never was, so "
+    "gs_moderate_0_0 awaited it to the end and the message never got its response. As in "
+    "gs_spam_hang the 12 gs_moderate requests sent after it on the same stream were executed "
+    "and answered by Triton but never delivered (8 timeouts, 4 open). callback_error on "
+    "gs_moderate naming KeyError (`mentions`), as ex_bls_callback_error. `absent`: "
+    "model_failing on gs_toxicity (it answered), stream_stalled on gs_moderate."
+)
+_GS_CANCEL_NOTE = (
+    "What happened: 10 rounds, each two new streams with 8 requests (one stream per model), "
+    "both cancelled 120 ms later (stop_stream(cancel_requests=True)), then two fresh streams "
+    "with 8 each. The 80 cancelled gs_moderate requests had all been answered by then; the 80 "
+    "gs_reply ones were cut before their final flag: Triton logged 'Cancellation "
+    "notification received', 'Issuing cancellation' and 87 callbacks at step "
+    "CANCELLATION_ISSUED, 80 of them with the final flag (72 as a request's first callback: "
+    "it had not started when its stream was cancelled), each 'skipping response generation'; "
+    "gs_reply saw is_cancelled() and sent its final flag. Every fresh stream's request "
+    "(160) and every background request (648) was answered; nothing was left waiting at the end. "
+    "Nothing is broken on the server: nothing of warning or above is owed. The bursts (8 "
+    "gs_reply requests of the canceller and 12 of the background clients within a second) "
+    "take gs_reply's queue to 5 to 7 every 3 s and it drains each time."
+)
+_GS_CRASH_NOTE = (
+    "What happened: the load of gs_healthy, but each client's one stream carried both models' "
+    "requests. 2.7 s after the first stream request tritonserver aborted: "
+    "'proto_buffer_writer.h:65] ASSERTION FAILED: !byte_buffer->Valid()', 'Signal (6) "
+    "received.', a backtrace through TRITONBACKEND_ResponseSend; the clients' streams ended "
+    "with UNAVAILABLE 'Stream removed (Socket closed)' (81 of 1200 requests answered). Read in "
+    "stream_infer_handler.cc: a non-decoupled response is written by WriteResponseIfReady "
+    "without checking the stream's ongoing_write_, which a decoupled write on the same "
+    "stream holds, so two writes are started on one gRPC stream. Seen in all 3 of 3 runs "
+    "(2.0 s, 10.6 s and 2.7 s after the first stream request). target_down (the server "
+    "crashed). `absent`: hung_request and stream_stalled on either model."
+)
 _GS_HEALTHY_NOTE = "Nothing of warning or above is expected: every request was answered."
 _GS = (
     Scenario(
@@ -5317,6 +5386,7 @@ _GS = (
         duration_s=40,
         clients=3,
         injections=(_GS_HANG,),
+        note=_GS_HANG_NOTE,
     ),
     Scenario(
         "gs_reply_stall",
@@ -5335,6 +5405,7 @@ _GS = (
                 "one gs_reply request stalled after 2 of its partial results",
             ),
         ),
+        note=_GS_STALL_NOTE,
     ),
     Scenario(
         "gs_callback_error",
@@ -5354,14 +5425,15 @@ _GS = (
                 "one message in a language without a calibration table: the done-callback raises",
             ),
         ),
+        note=_GS_CALLBACK_NOTE,
     ),
     Scenario(
         "gs_stream_cancel",
         "gs",
         f"{_GS_PIPELINE}, verbose log; {_GS_CLIENTS}; from 6 s, a fourth client in rounds: 8 "
-        "requests on a new stream, the stream cancelled 120 ms later "
-        "(stop_stream(cancel_requests=True)) with requests outstanding, then 8 more on a "
-        "fresh stream read to their end, 2 s apart",
+        "requests on each of two new streams (one per model), both cancelled 120 ms later "
+        "(stop_stream(cancel_requests=True)) with requests outstanding, then 8 more on each of "
+        "two fresh streams read to their end, 2 s apart",
         (),
         duration_s=40,
         clients=3,
@@ -5375,6 +5447,7 @@ _GS = (
                 repeat_s=28,
             ),
         ),
+        note=_GS_CANCEL_NOTE,
     ),
 )
 SCENARIOS.update({s.name: s for s in _GS})
@@ -5387,6 +5460,7 @@ SCENARIOS["gs_mixed_stream_crash"] = Scenario(
     duration_s=40,
     clients=3,
     gs="mixed",
+    note=_GS_CRASH_NOTE,
 )
 SCENARIOS["gs_healthy_quiet"] = replace(
     SCENARIOS["gs_healthy"],
@@ -5401,6 +5475,7 @@ SCENARIOS["gs_spam_hang_quiet"] = replace(
     summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['gs_spam_hang'].summary}",
     log_verbose=0,
     trace=False,
+    note=_GS_QUIET_HANG_NOTE,
 )
 
 

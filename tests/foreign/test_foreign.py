@@ -90,6 +90,16 @@ GAPS: dict[str, str] = {
     "and staying, its successes per second halving (12 to about 6), and sw_ctr's successes "
     "less sw_prebid's (the auction's sw_ctr calls) one above sw_pacing's from 9 s to the end "
     "(0 before): a per-request child call that never finished (as hx_kb_hang_quiet)",
+    # Round 34 (gs, gRPC streaming clients on models not all decoupled): see the README.
+    "gs_spam_hang_quiet": "nothing reported. --log-verbose 0 (64 log lines, none after the "
+    "start): one gs_spam call slept 300 s and held one gs_moderate instance from 9 s to the end "
+    "while the other served (324 of 324 background messages ok; the fault message and the 12 "
+    "gs_moderate requests sent after it on the same stream never answered: 8 timeouts, 4 "
+    "open). Nothing stalls (gs_moderate's pending gauge 0 at every scrape), so model_stalled, "
+    "the only hang a level-0 window gives, has nothing to read; /metrics shows the call that "
+    "never finished: each message calls each child once, and gs_toxicity's "
+    "nv_inference_request_success stays one ahead of gs_spam's from the scrape 9 s in to the "
+    "end (337 vs 336; gs_moderate 336), as hx_kb_hang_quiet",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
