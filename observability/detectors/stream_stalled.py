@@ -42,7 +42,7 @@ from observability.detectors.origins import CLIENT, STEP
 from observability.detectors.requests import log_ref
 from observability.detectors.streams import LogStream, decoupled_models, window_streams
 from observability.detectors.target_down import gone_ns
-from observability.detectors.waits import origins_of
+from observability.detectors.waits import callees, origins_of
 from observability.detectors.window import Window, per_window
 from observability.findings import Evidence, Finding, Severity
 
@@ -367,6 +367,7 @@ def _next_calls(window: Window, stream: LogStream, gaps_s: list[float]) -> str:
         and r.model != stream.model
         and origin.get((r.header.at_ns, r.header.offset), CLIENT) != CLIENT
     ]
+    calls = _not_anothers(window, stream.model, calls)
     if not calls:
         return ""
     if window.whole_seconds:
@@ -582,6 +583,28 @@ def _held_by(window: Window, stream: LogStream) -> str:
         f"feed the stream, so {call.model} stopped sending them (no final flag), or the "
         "stream's own code stopped reading"
     )
+
+
+def _not_anothers(
+    window: Window, model: str, calls: list[ev.RequestPrepared]
+) -> list[ev.RequestPrepared]:
+    """The calls no running batch of another model, one seen calling that callee, explains:
+    those are that model's (gs_reply_stall: gs_reply makes no BLS call, and the gs_toxicity
+    calls right after its last response were gs_moderate's, whose batches call it)."""
+    inst = instances_of(window)
+    learned = callees(inst)
+    out = []
+    for r in calls:
+        at = r.header.at_ns
+        if not any(
+            e.model != model
+            and r.model in learned.get(e.model, ())
+            and e.start_ns < at
+            and (e.end_ns is None or e.end_ns >= at)
+            for e in inst.executions
+        ):
+            out.append(r)
+    return out
 
 
 def _fate(window: Window, call: ev.RequestPrepared) -> str:
