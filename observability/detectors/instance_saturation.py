@@ -22,7 +22,11 @@ What it deliberately does not flag:
   past the level it held once it filled (the median of its first seconds) — by half that
   level and at least ``min_rise`` — and its requests must have waited several batches, not
   the one a batching model at its clients' pace makes each wait (hx_healthy: 16 tickets in
-  flight, 12 then 8 queued for 35 s, every one answered; hx_healthy_ramp: 4 -> 16 -> 4);
+  flight, 12 then 8 queued for 35 s, every one answered; hx_healthy_ramp: 4 -> 16 -> 4),
+  unless the model or one of its callees slowed 2x across the stretch: a creep, whose queue
+  a closed loop keeps level too (sw_pacing_leak);
+* a burst of clients' requests that keeps a model only clients call all busy for less than
+  ``min_surge_s`` (the load's own variance: a Poisson rate near capacity, sw_healthy_rate);
 * a model whose every request fails in its backend (a dead stub answers each execution with
   an error after its timeout: busy, but doing nothing) — that is ``stub_unhealthy``;
 * one execution holding an instance (a hang, a deadlock, a cold start) — that is
@@ -193,6 +197,7 @@ class InstanceSaturation:
     """... and the level its queue settled at is read over its first this many seconds (at
     most a quarter of the stretch)."""
     growth_fraction: float = 0.5
+    """... it must grow by this share of that level (and by ``min_rise`` at least)."""
     min_surge_s: float = 5.0
     """A model only clients call, all busy for less than this (so far, or before an instance
     was free again and its queue empty), met a burst of arrivals, not a lack of capacity:
@@ -242,9 +247,8 @@ class InstanceSaturation:
             rise = _rise(points, stretch)
             if rise is None:
                 continue
-            creeping = _slowed_callee(inst, {stretch.model, *calls.get(stretch.model, ())}, stretch)
             with_load = stretch.start_ns - first.get(stretch.model, 0) <= self.with_load_s * 1e9
-            if with_load and creeping is None:
+            if with_load and not _creeping(inst, calls, stretch):
                 rise = _settled(points, stretch, min(self.fill_s * 1e9, stretch.seconds * 25e7))
                 if rise is None or rise[1] - rise[0] < max(
                     self.min_rise, self.growth_fraction * rise[0]
@@ -487,6 +491,11 @@ def _rise(points: list[tuple[int, float]], s: Stretch) -> tuple[float, float, in
     if peak is None:
         return None
     return before, peak[0], peak[1]
+
+
+def _creeping(inst: Instances, calls: dict[str, set[str]], s: Stretch) -> bool:
+    """Whether the model or one of its callees slowed 2x across the stretch."""
+    return _slowed_callee(inst, {s.model, *calls.get(s.model, ())}, s) is not None
 
 
 def _first_requests(inst: Instances) -> dict[str, int]:
