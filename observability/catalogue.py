@@ -145,7 +145,7 @@ CATALOGUE: tuple[Pathology, ...] = (
             ),
         ),
         "tests/detectors/test_hung_request.py",
-        needs=(frozenset({"verbose_log"}),),
+        needs=(frozenset({"verbose_log"}), frozenset({"metrics"})),
         sight=Sight(
             (
                 "yes",
@@ -153,7 +153,12 @@ CATALOGUE: tuple[Pathology, ...] = (
                 "lifecycles; the BLS calls they wait on are matched by timing, with how many "
                 "candidate callers",
             ),
-            ("no", "model_stalled still sees requests queue behind it on /metrics"),
+            (
+                "partly",
+                "from /metrics, an instance held while its siblings serve: the model's "
+                "completions fall at once while its queue never empties (a full stall is "
+                "model_stalled's); neither names the request, instance or call",
+            ),
             _YES,
         ),
     ),

@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 
 from observability import events as ev
 from observability.detectors.callback_error import held_batch, tracebacks
+from observability.detectors.capacity import CapacityDrop, capacity_drops
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution, version_text
 from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.loads import clock
+from observability.detectors.model_stalled import logged_models
 from observability.detectors.origins import STEP
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
 from observability.detectors.waits import Call, Waits, callees, origins_of, waits_of
@@ -113,7 +115,54 @@ class HungRequestDetector:
         out += self._idless(window, reqs, waits, reported)
         # A hang that ended is told when none is open: beside one that is, it is most
         # likely a caller the open one held for a while, and the open one is the page.
-        return out or self._released(window, waits)
+        out = out or self._released(window, waits)
+        quiet = capacity_drops(window, logged_models(window))
+        return out + [self._capacity_finding(d) for d in quiet]
+
+    def _capacity_finding(self, drop: CapacityDrop) -> Finding:
+        """A model without verbose-log lines that lost a third or more of its capacity at
+        once while requests queued for it (``capacity.py``): at ``--log-verbose 0`` the one
+        sign of an instance held by a request that never finishes while its siblings serve."""
+        since = (drop.last_ns - drop.at_ns) / 1e9
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=drop.model,
+            summary=(
+                f"{drop.model} has completed {drop.rate_after:.1f} requests/s since "
+                f"{clock(drop.at_ns)} ({since:.0f} s), against {drop.rate_before:.1f}/s just "
+                f"before, while requests queued for it at every scrape (median "
+                f"{drop.pending_before:g} before, {drop.pending_after:g} since): part of its "
+                "capacity stopped at once, most likely an instance held by a request that "
+                "never finishes (a stuck execute, a BLS call that never returns) while its "
+                "other instances serve on, or executions that became that much slower. "
+                "Without Triton's verbose log the request and the instance cannot be named."
+            ),
+            advice=(
+                "Start Triton with --log-verbose 1 (or set it at runtime: POST /v2/logging "
+                '{"log_verbose_level": 1}) to see which instance and which BLS call hold it; '
+                "a py-spy dump of the model's stub processes shows the stuck frame now. "
+                "Set a timeout on BLS calls (InferenceRequest(timeout=...)) so one hung child "
+                "cannot hold an instance forever."
+            ),
+            first_seen_ns=drop.at_ns,
+            last_seen_ns=drop.last_ns,
+            evidence=(
+                Evidence(
+                    "metrics",
+                    drop.at_ns,
+                    f'nv_inference_request_success{{model="{drop.model}"}}',
+                    f"{drop.rate_before:.2f}/s before, {drop.rate_after:.2f}/s after",
+                ),
+                Evidence(
+                    "metrics",
+                    drop.last_ns,
+                    f'nv_inference_pending_request_count{{model="{drop.model}"}}',
+                    f"above 0 at every scrape; median {drop.pending_before:g} before, "
+                    f"{drop.pending_after:g} after",
+                ),
+            ),
+        )
 
     def _released(self, window: Window, waits: Waits) -> list[Finding]:
         """One warning per model for a batch it held far past its deadline and then

@@ -114,8 +114,10 @@ def _verbose(logs: list[object], traffic: bool, read: bool) -> Signal:
     return Signal(
         "verbose_log",
         MISSING,
-        f"No verbose log ({why}); hangs and deadlocks are seen only from /metrics "
-        "(model_stalled), without the request, instance or call they are stuck on",
+        f"No verbose log ({why}); hangs and deadlocks are seen only from /metrics (a "
+        "model that stops completing, model_stalled; one that loses capacity at once with "
+        "its queue never empty, hung_request), without the request, instance or call they "
+        "are stuck on",
     )
 
 

@@ -104,3 +104,21 @@ def test_a_hang_that_ended_is_a_warning_and_a_plain_model_gets_no_step_as_its_ca
     # A caller released by its own guard after waiting on a hung child: the child's finding.
     img = [f for f in analysis("img_preprocess_hang").findings if f.kind == "hung_request"]
     assert [f.model for f in img] == ["img_preprocess"]
+
+
+def test_a_level_0_hang_that_stalls_nothing_is_the_capacity_it_took() -> None:
+    """At --log-verbose 0, one instance held by a BLS call that never returns while its
+    sibling serves stalls nothing: the caller's completions halve at once while its queue
+    never empties (hx_kb_hang_quiet, sw_pacing_hang_quiet, real Triton 2.51). The healthy
+    twins under the same load, a closed loop and a concurrency sweep, stay silent."""
+    from tests.foreign.parsed import analysis
+
+    for name, model in (
+        ("hx_kb_hang_quiet", "hx_dispatch"),
+        ("sw_pacing_hang_quiet", "sw_auction"),
+    ):
+        (hung,) = [f for f in analysis(name).findings if f.kind == "hung_request"]
+        assert (hung.model, hung.severity) == (model, Severity.CRITICAL)
+        assert "part of its capacity stopped at once" in hung.summary
+    for healthy in ("hx_healthy_quiet", "sw_healthy_sweep_quiet", "ex_healthy_quiet"):
+        assert [f.summary for f in analysis(healthy).findings if f.severity.rank] == []

@@ -76,10 +76,11 @@ def test_without_the_verbose_log_the_log_detectors_are_named_blind(
     cov = coverage(_quiet(faulty_run))
     assert cov.state("verbose_log") == "missing"  # requests were served: /metrics says so
     assert cov.state("log") == "present"
-    for kind in ("hung_request", "bls_deadlock", "shape_growth"):
+    for kind in ("bls_deadlock", "shape_growth"):
         assert kind in cov.blind
     for kind in ("model_stalled", "callback_error", "target_down", "stream_stalled"):
         assert kind not in cov.blind  # metrics, stub output, scrapes, the library
+    assert "hung_request" not in cov.blind  # partly: a capacity lost at once, on /metrics
     assert "cold_start" not in cov.blind  # the load line and /metrics
     assert any("--log-verbose 1" in line for line in cov.lines())
 

@@ -70,26 +70,10 @@ GAPS: dict[str, str] = {
     "no child is counted (the one-client twin, pz_pool_exhausted_one_client, is found)",
     # Round 30 (zoo, a model zoo with sparse, uneven traffic): see the README, "Round 30".
     # Round 32 (hx, HTTP clients with many requests in flight): see the README, "Round 32".
-    "hx_kb_hang_quiet": "nothing reported. --log-verbose 0: one hx_kb call never returned "
-    "and held one hx_dispatch instance and its 3 tickets from 8 s to the end, while the "
-    "other instances served (clients: 342 ok at p50 2.06 s instead of 1.04 s, 2 background "
-    "timeouts, the fault ticket unanswered). Nothing stalls, so model_stalled (the only "
-    "hang a level-0 window can give) has nothing to read; the hang shows in /metrics as "
-    "hx_kb's nv_inference_request_success staying one below hx_sentiment's (each ticket "
-    "calls each child once) from the hang to the end, and hx_dispatch's pending gauge rising from "
-    "8-9 to 12 and staying there",
     # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
     # README, "Round 31".
     # Round 33 (sw, perf_analyzer-style concurrency sweeps and request rates): see the
     # README, "Round 33".
-    "sw_pacing_hang_quiet": "nothing reported. --log-verbose 0: one sw_pacing call never "
-    "returned and held one sw_auction instance from 8 s to the end while the other served "
-    "(c8 clients: 274 ok at p50 1.37 s instead of 0.69 s; the fault request unanswered until "
-    "shutdown). Nothing stalls, so model_stalled (the only hang a level-0 window can give) has "
-    "nothing to read; /metrics shows sw_auction's pending gauge stepping from 6 to 7 at 8 s "
-    "and staying, its successes per second halving (12 to about 6), and sw_ctr's successes "
-    "less sw_prebid's (the auction's sw_ctr calls) one above sw_pacing's from 9 s to the end "
-    "(0 before): a per-request child call that never finished (as hx_kb_hang_quiet)",
     # Round 34 (gs, gRPC streaming clients on models not all decoupled): see the README.
     "gs_spam_hang_quiet": "nothing reported. --log-verbose 0 (64 log lines, none after the "
     "start): one gs_spam call slept 300 s and held one gs_moderate instance from 9 s to the end "

@@ -1,0 +1,125 @@
+"""Capacity lost at once: a model completing half as much while its queue never empties.
+
+Why: at ``--log-verbose 0`` a hang is seen only when a model stops completing altogether
+(``model_stalled``). One request that never returns holds one instance of several; the others
+serve on, so nothing stalls, and the hang left no finding (hx_kb_hang_quiet,
+sw_pacing_hang_quiet: one of two instances held for the rest of the window). /metrics still
+shows it where the clients keep the model busy: while requests queue at every scrape (so the
+model completes as fast as it can), its completions fall by a third or more at one scrape and
+stay down, and its queue does not shrink. That is capacity gone at once: an instance held by
+a request that never finishes, or executions that became that much slower.
+
+Rule, per model with no verbose-log instance lines (those have the log-based detectors) and
+``nv_inference_pending_request_count`` and ``nv_inference_request_success`` on /metrics: a
+scrape ``t`` with ``before_s`` of scrapes before it and at least ``after_s`` after it to the
+window's end, pending above zero at every one of them; the rate of successes after ``t`` at
+most ``max_ratio`` of the rate over the ``before_s`` before it (and above zero: a model that
+completes nothing is ``model_stalled``'s), in each half of what follows too (no recovery),
+with the queue after as deep as before (clients that left leave an empty queue). The ``t``
+with the deepest fall wins; pure over the window's samples.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import pairwise
+from statistics import median
+
+from observability.detectors.window import Window
+
+__all__ = ["CapacityDrop", "capacity_drops"]
+
+PENDING = "nv_inference_pending_request_count"
+SUCCESS = "nv_inference_request_success"
+
+
+@dataclass(frozen=True)
+class CapacityDrop:
+    """A model's completion rate falling at ``at_ns`` with its queue never empty."""
+
+    model: str
+    at_ns: int
+    rate_before: float
+    """Successes per second over the ``before_s`` before ``at_ns``."""
+    rate_after: float
+    """Successes per second from ``at_ns`` to the last scrape."""
+    pending_before: float
+    pending_after: float
+    """The median queue before and after."""
+    last_ns: int
+
+
+def capacity_drops(
+    window: Window,
+    skip: set[str],
+    before_s: float = 5.0,
+    after_s: float = 10.0,
+    max_ratio: float = 0.65,
+) -> list[CapacityDrop]:
+    """The drops of the window's models not in ``skip``, one per model at most."""
+    pending = _series(window, PENDING)
+    success = _series(window, SUCCESS)
+    out = []
+    for model in sorted(set(pending) & set(success) - skip):
+        drop = _drop(model, pending[model], success[model], before_s, after_s, max_ratio)
+        if drop is not None:
+            out.append(drop)
+    return out
+
+
+def _series(window: Window, name: str) -> dict[str, dict[int, float]]:
+    """Model -> scrape time -> value (versions summed)."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for _target, at_ns, sample in window.samples(name):
+        model = sample.label("model")
+        if model:
+            out[model][at_ns] = out[model].get(at_ns, 0.0) + sample.value
+    return out
+
+
+def _drop(
+    model: str,
+    pending: dict[int, float],
+    success: dict[int, float],
+    before_s: float,
+    after_s: float,
+    max_ratio: float,
+) -> CapacityDrop | None:
+    times = sorted(set(pending) & set(success))
+    if len(times) < 4:
+        return None
+    last = times[-1]
+    counts = [success[t] for t in times]
+    if any(b < a for a, b in pairwise(counts)):
+        return None  # a reset (a restart, a reload): not one run of the counter
+    # The trailing run of scrapes with requests queued: the model busy at every one.
+    k = len(times)
+    while k > 0 and pending[times[k - 1]] > 0:
+        k -= 1
+    busy = times[k:]
+    found: CapacityDrop | None = None
+    for i, at in enumerate(busy):
+        if (at - busy[0]) / 1e9 < before_s or (last - at) / 1e9 < after_s:
+            continue
+        start = max(t for t in busy[: i + 1] if (at - t) / 1e9 >= before_s)
+        before = _rate(success, start, at)
+        after = _rate(success, at, last)
+        mid = busy[i + (len(busy) - i) // 2]
+        halves = (_rate(success, at, mid), _rate(success, mid, last))
+        queued_before = median(pending[t] for t in busy if start <= t <= at)
+        queued_after = median(pending[t] for t in busy if t > at)
+        if (
+            before > 0
+            and 0 < after <= max_ratio * before
+            and max(halves) <= max_ratio * before
+            and queued_after >= queued_before
+        ):
+            drop = CapacityDrop(model, at, before, after, queued_before, queued_after, last)
+            if found is None or after / before < found.rate_after / found.rate_before:
+                found = drop
+    return found
+
+
+def _rate(success: dict[int, float], a: int, b: int) -> float:
+    return (success[b] - success[a]) / ((b - a) / 1e9) if b > a else 0.0
