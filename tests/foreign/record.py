@@ -8,7 +8,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``:
+``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -41,7 +41,12 @@ concurrency sweep) or an open loop at a fixed request rate, no request ids.
 The ``gs`` clients (``tests.foreign.gsload``) each hold one long-lived gRPC
 stream for the whole window and keep several requests outstanding on it, to a non-decoupled
 BLS model and a decoupled one in turn, no request ids (a message number travels as a
-tensor). Each scenario leaves:
+tensor). The ``day`` clients (``tests.foreign.dayload``) are a production day's noise
+around a healthy pipeline: gRPC and HTTP clients with a 1 s deadline, invalid requests
+Triton refuses, documents the model answers with an error, a slow tail that times out,
+cancellations, a traffic shape with a ramp and a burst, readiness and metadata probes every
+second, and an operator loading, unloading and reloading models (model control explicit,
+``Scenario.load_models``). Each scenario leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -80,7 +85,17 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign import cxload, exload, genload, gsload, hxload, medload, seqload, swload
+from tests.foreign import (
+    cxload,
+    dayload,
+    exload,
+    genload,
+    gsload,
+    hxload,
+    medload,
+    seqload,
+    swload,
+)
 
 HERE = Path(__file__).resolve().parent
 REPOS = HERE / "repos"
@@ -99,11 +114,13 @@ class Injection:
     timeout_s: float
     what: str
     action: str = "request"
-    """``request`` (send ``params``), ``kill_stub`` (SIGKILL the python stub of the model
-    instance ``target``, found by its command line), ``reload`` (load the model ``target``
-    again through the repository API, ``params`` added to its config's parameters as string
-    values: needs ``model_control="explicit"``), ``unload`` (unload the model ``target``
-    through the repository API, as an operator retiring it does: needs
+    """``request`` (send ``params``), ``load`` (load the model ``target`` through the
+    repository API, as an operator trying a new model does: needs ``model_control="explicit"``
+    and ``target`` left out of ``Scenario.load_models``), ``kill_stub`` (SIGKILL the python
+    stub of the model instance ``target``, found by its command line), ``reload`` (load the
+    model ``target`` again through the repository API, ``params`` added to its config's
+    parameters as string values: needs ``model_control="explicit"``), ``unload`` (unload
+    the model ``target`` through the repository API, as an operator retiring it does: needs
     ``model_control="explicit"``) or ``swap_config``
     (write ``source`` over ``target``'s config.pbtxt in the served copy of the repository,
     then load ``target`` again, as an operator deploying an edited config does: needs
@@ -131,7 +148,7 @@ class Scenario:
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
     ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
-    ``hx``, ``sw`` or ``gs``."""
+    ``hx``, ``sw``, ``gs`` or ``day``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -149,6 +166,8 @@ class Scenario:
     before Triton starts (the bundle's ``otlp/``); spans posted before the capture starts
     are lost."""
     model_control: str = "none"
+    load_models: tuple[str, ...] = ("*",)
+    """``model_control="explicit"`` only: the models loaded at start (``--load-model``)."""
     log_from_start: bool = True
     """False: the capture copies the log from its own start only (it began after the server
     was up: the load lines are not in the bundle)."""
@@ -5478,6 +5497,127 @@ SCENARIOS["gs_spam_hang_quiet"] = replace(
     note=_GS_QUIET_HANG_NOTE,
 )
 
+_DAY_PIPELINE = (
+    "the document pipeline: day_classify (python BLS, `async def execute`, 2 instances, no "
+    "batching: per document an async_exec() call to day_lang (2 instances, no batching, 3 ms), "
+    "then one to day_embed (2 instances, dynamic batching up to 8, 2 ms, 6 ms a batch); an "
+    "empty document answered with an error response, a scan of more than 30 pages 1.5 s of "
+    "OCR clean-up first) and day_triage (a pure ensemble, batched up to 8, that clients call "
+    "too: day_embed -> day_urgency, 1 instance, 2 ms a batch, config parameter "
+    "weights_version); children without ids; model control explicit, day_archive (a "
+    "retention tagger nobody calls) left out at start"
+)
+_DAY_LOADED = ("day_classify", "day_lang", "day_embed", "day_urgency", "day_triage")
+_DAY_OPERATOR = (
+    Injection(12, 1, {}, 60, "an operator loads day_archive to try it", "load", "day_archive"),
+    Injection(42, 1, {}, 60, "the operator unloads day_archive again", "unload", "day_archive"),
+)
+_DAY_DEPLOY_OK = Injection(
+    26,
+    1,
+    {"weights_version": "2"},
+    90,
+    "deploy day_urgency's config version 2 (repository API: weights_version=2, which this "
+    "code ships) while traffic flows",
+    "reload",
+    "day_urgency",
+)
+_DAY_DEPLOY_BAD = Injection(
+    26,
+    1,
+    {"weights_version": "3"},
+    90,
+    "deploy day_urgency's config version 3 (repository API: weights_version=3, which this "
+    "code does not ship: the load succeeds, every execute after it raises KeyError) while "
+    "traffic flows",
+    "reload",
+    "day_urgency",
+)
+_DAY_LANG_HANG = Injection(
+    29,
+    1,
+    {"day_doc": "garbled"},
+    1,
+    "one garbled document: its day_lang call sleeps 300 s (async_exec() never returns); its "
+    "client gives up after 1 s as for any slow document",
+)
+_DAY_NOISE = (
+    "a production day around it: invalid requests Triton refuses, empty documents the model "
+    "answers with an error, a 1% tail of 1.5 s scans against a 1 s client deadline, gRPC "
+    "cancellations, a quiet start, a ramp and a 2 x burst, readiness and metadata probes every "
+    "second, day_archive loaded (12 s) and unloaded (42 s) and day_urgency's config version "
+    "2 deployed (26 s) through the repository API"
+)
+_DAY_HEALTHY_NOTE = "Nothing is broken: nothing of warning or above is owed."
+_DAY = (
+    Scenario(
+        "day_healthy",
+        "day",
+        f"{_DAY_PIPELINE}, verbose log; {_DAY_NOISE}; nothing broken: the twin of every day_* "
+        "fault",
+        (),
+        duration_s=50,
+        clients=4,
+        model_control="explicit",
+        load_models=_DAY_LOADED,
+        injections=(*_DAY_OPERATOR, _DAY_DEPLOY_OK),
+        note=_DAY_HEALTHY_NOTE,
+    ),
+    Scenario(
+        "day_lang_hang",
+        "day",
+        f"{_DAY_PIPELINE}, verbose log; {_DAY_NOISE}; 29 s in, one garbled document whose "
+        "day_lang call never returns (the day_lang instance that takes it sleeps 300 s)",
+        (("hung_request", "day_classify"),),
+        duration_s=50,
+        clients=4,
+        model_control="explicit",
+        load_models=_DAY_LOADED,
+        injections=(*_DAY_OPERATOR, _DAY_DEPLOY_OK, _DAY_LANG_HANG),
+    ),
+    Scenario(
+        "day_urgency_bad_deploy",
+        "day",
+        f"{_DAY_PIPELINE}, verbose log; the noise of day_healthy, but the deploy at 26 s is "
+        "day_urgency's config version 3, whose weights this code does not ship: the load "
+        "succeeds and every day_urgency execute after it raises KeyError",
+        (("model_failing", "day_urgency"),),
+        duration_s=50,
+        clients=4,
+        model_control="explicit",
+        load_models=_DAY_LOADED,
+        injections=(*_DAY_OPERATOR, _DAY_DEPLOY_BAD),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _DAY})
+SCENARIOS["day_healthy_quiet"] = replace(
+    SCENARIOS["day_healthy"],
+    name="day_healthy_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['day_healthy'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+SCENARIOS["day_healthy_iso"] = replace(
+    SCENARIOS["day_healthy"],
+    name="day_healthy_iso",
+    summary=f"`--log-format ISO8601`: {SCENARIOS['day_healthy'].summary}",
+    log_format="ISO8601",
+)
+SCENARIOS["day_lang_hang_quiet"] = replace(
+    SCENARIOS["day_lang_hang"],
+    name="day_lang_hang_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['day_lang_hang'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+SCENARIOS["day_urgency_bad_deploy_quiet"] = replace(
+    SCENARIOS["day_urgency_bad_deploy"],
+    name="day_urgency_bad_deploy_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['day_urgency_bad_deploy'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+
 
 # ------------------------------------------------------------------------------ load
 
@@ -5853,7 +5993,7 @@ _PROTOCOL = {"stateful": "HTTP", "vid": "HTTP", "med": "HTTP", "hx": "HTTP"}
 def _client_url(lab: object, repo: str) -> str:
     """Where a family's clients send: HTTP for ``stateful``, ``vid`` and ``med``, gRPC for the
     others."""
-    if repo in ("gen", "cx"):  # both: gRPC and HTTP (genload.GenClient, cxload)
+    if repo in ("gen", "cx", "day"):  # both: gRPC and HTTP (genload.GenClient, cxload)
         return f"{lab.grpc_url} {lab.http_url}"  # type: ignore[attr-defined]
     http = _PROTOCOL.get(repo) == "HTTP"
     return str(lab.http_url if http else lab.grpc_url)  # type: ignore[attr-defined]
@@ -5890,6 +6030,9 @@ def _worker(
     sw: str = "",
     gs: str = "split",
 ) -> None:
+    if repo == "day":  # a production day's noise (tests.foreign.dayload)
+        dayload.day_worker(url, seed, stop, until, out.add, t0, cap, delay_s)
+        return
     if repo == "sw":  # perf_analyzer's modes in a load process (tests.foreign.swload)
         swload.sw_worker(url, seed, stop, until, out.add, t0, swload.CAP, delay_s, sw)
         return
@@ -5979,6 +6122,9 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         plan = cxload.PLANS[str(inj.params.get("cx_plan", "calm"))]
         cxload.cx_inject(_client_url(lab, repo), idx, params, plan, label, out.add, t0)
         return
+    if inj.action == "request" and repo == "day":  # one document, the usual 1 s deadline
+        dayload.day_inject(_client_url(lab, repo), idx, dict(inj.params), label, out.add, t0)
+        return
     if inj.action == "request" and repo == "sw":  # one gRPC client per faulty bid
         url = _client_url(lab, repo)
         swload.sw_inject(url, idx, dict(inj.params), inj.timeout_s or 60, label, out.add, t0)
@@ -6006,11 +6152,13 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
     else:
         client = TritonClient(lab.grpc_url, timeout_s=inj.timeout_s or 60, send_ids=False)  # type: ignore[attr-defined]
     try:
-        if inj.action == "unload":
+        if inj.action in ("unload", "load"):
             started = time.monotonic()
             try:
-                # the wrapper has no unload
-                client._client.unload_model(inj.target)
+                if inj.action == "load":
+                    client.load_model(inj.target)
+                else:  # the wrapper has no unload
+                    client._client.unload_model(inj.target)
                 status, error = "ok", ""
             except Exception as err:  # the outcome is reported, not raised
                 status, error = "error", str(err)
@@ -6157,6 +6305,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
             env=dict(scenario.env),
             exit_timeout_s=5,
             model_control=scenario.model_control,
+            load_models=scenario.load_models,
             extra_args=_server_args(scenario) + _otel_args(otlp_port),
         )
         lab = TritonLab(cfg)
@@ -6434,6 +6583,8 @@ def _load_text(scenario: Scenario) -> str:
             f"{swload.PLANS[scenario.sw].text()}; no request ids (BLS children are built "
             f"without ids too); each request {_LOAD_TEXT['sw']}"
         )
+    if scenario.repo == "day":  # a production day's noise, not one kind of request
+        return f"{dayload.text()}, for the whole window"
     if scenario.repo == "gs":  # one stream per client, several requests outstanding on it
         return (
             f"{_count_text(scenario)} clients (`tests.foreign.gsload`, plan `{scenario.gs}`, "
