@@ -5548,7 +5548,57 @@ _DAY_NOISE = (
     "second, day_archive loaded (12 s) and unloaded (42 s) and day_urgency's config version "
     "2 deployed (26 s) through the repository API"
 )
-_DAY_HEALTHY_NOTE = "Nothing is broken: nothing of warning or above is owed."
+_DAY_HEALTHY_NOTE = (
+    "What happened: nothing broken. Every good document was answered (the table above) and "
+    "the noise was all answered at once: Triton refused the invalid requests itself ('Infer"
+    " failed: ... unexpected shape', 'data-type is FP64', 'expected 1 inputs but got 0', "
+    "'unknown model', 'version 7 is not found'; none counted in "
+    "nv_inference_request_failure), day_classify answered the empty documents with its "
+    "error response (counted as successes), the 40-page scans outlived the 1 s deadline and"
+    " finished 0.5 s later, the cancelled gRPC calls were logged ('Cancellation "
+    "notification received', 'Issuing cancellation') and ran to their end. 3 to 5 of the 50"
+    " readiness probes of each run answered HTTP 400 around the repository-API operations "
+    "(liveness and metadata probes never failed); unloading day_archive also re-loaded "
+    "day_triage (loading it did not), as the day_urgency deploy did, which logs 'E... "
+    "ensemble_scheduler.cc:1468] unable to create stream for day_triage: CUDA driver "
+    "version is insufficient' on this CPU-only host. Nothing of warning or above is owed."
+)
+_DAY_HANG_NOTE = (
+    "What happened: 29 s in, the garbled document's day_lang call slept 300 s on "
+    "day_lang_0_0 (executing from 18:43:50.626, never released) and held day_classify_0_1 "
+    "in its await to the end; its client gave up after 1 s (DEADLINE_EXCEEDED; "
+    "'Cancellation notification received' at 18:43:51.627), as for every 40-page scan. "
+    "day_classify_0_0 served alone from then: 239 of 240 good documents ok; the one timeout"
+    " came while a 40-page scan held day_classify_0_0 for 1.5 s from 18:43:58.24 "
+    "(day_classify's pending gauge 1, then 3). hung_request on day_classify, the "
+    "client-facing caller, naming the stuck child instance day_lang_0_0 (`mentions`), as "
+    "gs_spam_hang and hx_kb_hang. `absent`: bls_deadlock, model_stalled and model_failing "
+    "on day_classify (its empty-document error responses are the day's noise), hung_request"
+    " and model_failing on day_triage."
+)
+_DAY_QUIET_HANG_NOTE = (
+    "What happened: as in day_lang_hang, at level 0: the log has no request line (only the "
+    "start and the three repository-API operations' model_lifecycle lines). day_classify "
+    "calls its children one after the other, so the hung day_lang call and its parent are "
+    "both counted nowhere: no counter lags (day_classify 253 successes, day_lang 249: the 4"
+    " empty documents answered before any call), and the pending gauge read 0 but once. "
+    "hung_request on day_classify is owed all the same (what happened), as in the verbose "
+    "twin and gs_spam_hang_quiet."
+)
+_DAY_DEPLOY_NOTE = (
+    "What happened: 26 s in, day_urgency's config version 3 was loaded through the "
+    "repository API while traffic flowed: the old copy served until the new one was "
+    "'successfully loaded' (1.4 s later), then every day_urgency execute raised KeyError: "
+    "'3' ('E... pb_stub.cc:714] \"Failed to process the request(s) for model "
+    "'day_urgency_0_0', message: KeyError: '3'' once per request, none succeeded after) and"
+    " day_triage's clients got 'in ensemble 'day_triage', Failed to process the request(s) "
+    "for model 'day_urgency_0_0', message: KeyError: '3'' for every document (106 ok "
+    "before). day_classify, which shares day_embed but not day_urgency, was untouched. One "
+    "bug, one alert: model_failing on day_urgency naming KeyError (`mentions`), as "
+    "fr_score_raises. `absent`: model_failing on day_triage (it relays) and on day_classify"
+    " (its empty-document error responses are the day's noise), stub_unhealthy and "
+    "model_load_failed on day_urgency (the load succeeded)."
+)
 _DAY = (
     Scenario(
         "day_healthy",
@@ -5574,6 +5624,7 @@ _DAY = (
         model_control="explicit",
         load_models=_DAY_LOADED,
         injections=(*_DAY_OPERATOR, _DAY_DEPLOY_OK, _DAY_LANG_HANG),
+        note=_DAY_HANG_NOTE,
     ),
     Scenario(
         "day_urgency_bad_deploy",
@@ -5587,6 +5638,7 @@ _DAY = (
         model_control="explicit",
         load_models=_DAY_LOADED,
         injections=(*_DAY_OPERATOR, _DAY_DEPLOY_BAD),
+        note=_DAY_DEPLOY_NOTE,
     ),
 )
 SCENARIOS.update({s.name: s for s in _DAY})
@@ -5609,6 +5661,7 @@ SCENARIOS["day_lang_hang_quiet"] = replace(
     summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['day_lang_hang'].summary}",
     log_verbose=0,
     trace=False,
+    note=_DAY_QUIET_HANG_NOTE,
 )
 SCENARIOS["day_urgency_bad_deploy_quiet"] = replace(
     SCENARIOS["day_urgency_bad_deploy"],
