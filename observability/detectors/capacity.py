@@ -6,8 +6,10 @@ serve on, so nothing stalls, and the hang left no finding (hx_kb_hang_quiet,
 sw_pacing_hang_quiet: one of two instances held for the rest of the window). /metrics still
 shows it where the clients keep the model busy: while requests queue at every scrape (so the
 model completes as fast as it can), its completions fall by a third or more at one scrape and
-stay down, and its queue does not shrink. That is capacity gone at once: an instance held by
-a request that never finishes, or executions that became that much slower.
+stay down, and its queue does not shrink, while the requests it still completes take no
+longer each (``nv_inference_compute_infer_duration_us`` per success): capacity gone at once,
+an instance held by a request that never finishes. Executions that became slower (a heavier
+input mix, a slow dependency) lose throughput as well, but each takes longer: not this.
 
 Rule, per model with no verbose-log instance lines (those have the log-based detectors) and
 ``nv_inference_pending_request_count`` and ``nv_inference_request_success`` on /metrics: a
@@ -15,8 +17,9 @@ scrape ``t`` with ``before_s`` of scrapes before it and at least ``after_s`` aft
 window's end, pending above zero at every one of them; the rate of successes after ``t`` at
 most ``max_ratio`` of the rate over the ``before_s`` before it (and above zero: a model that
 completes nothing is ``model_stalled``'s), in each half of what follows too (no recovery),
-with the queue after as deep as before (clients that left leave an empty queue). The ``t``
-with the deepest fall wins; pure over the window's samples.
+with the queue after as deep as before (clients that left leave an empty queue) and the
+compute time per completed request after at most ``max_slower`` times what it was before
+(where /metrics has it). The ``t`` with the deepest fall wins; pure over the window's samples.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = ["CapacityDrop", "capacity_drops"]
 
 PENDING = "nv_inference_pending_request_count"
 SUCCESS = "nv_inference_request_success"
+COMPUTE = "nv_inference_compute_infer_duration_us"
 
 
 @dataclass(frozen=True)
@@ -56,16 +60,45 @@ def capacity_drops(
     before_s: float = 5.0,
     after_s: float = 10.0,
     max_ratio: float = 0.65,
+    max_slower: float = 1.4,
 ) -> list[CapacityDrop]:
     """The drops of the window's models not in ``skip``, one per model at most."""
     pending = _series(window, PENDING)
     success = _series(window, SUCCESS)
+    compute = _series(window, COMPUTE)
     out = []
     for model in sorted(set(pending) & set(success) - skip):
         drop = _drop(model, pending[model], success[model], before_s, after_s, max_ratio)
-        if drop is not None:
+        slower = drop is not None and _slower(
+            compute.get(model, {}), success[model], drop, before_s, max_slower
+        )
+        if drop is not None and not slower:
             out.append(drop)
     return out
+
+
+def _slower(
+    compute: dict[int, float],
+    success: dict[int, float],
+    drop: CapacityDrop,
+    before_s: float,
+    max_slower: float,
+) -> bool:
+    """Whether the requests completed after the drop took ``max_slower`` times longer each
+    than those just before: executions that became slower, not capacity lost."""
+    before = [t for t in success if t <= drop.at_ns and (drop.at_ns - t) / 1e9 <= before_s]
+    if not compute or not before:
+        return False
+    start = min(before)
+    if not {start, drop.at_ns, drop.last_ns} <= compute.keys():
+        return False
+
+    def per_request(a: int, b: int) -> float | None:
+        done = success[b] - success[a]
+        return (compute[b] - compute[a]) / done if done > 0 else None
+
+    was, now = per_request(start, drop.at_ns), per_request(drop.at_ns, drop.last_ns)
+    return was is not None and now is not None and now > max_slower * was
 
 
 def _series(window: Window, name: str) -> dict[str, dict[int, float]]:

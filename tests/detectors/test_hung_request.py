@@ -122,3 +122,16 @@ def test_a_level_0_hang_that_stalls_nothing_is_the_capacity_it_took() -> None:
         assert "part of its capacity stopped at once" in hung.summary
     for healthy in ("hx_healthy_quiet", "sw_healthy_sweep_quiet", "ex_healthy_quiet"):
         assert [f.summary for f in analysis(healthy).findings if f.severity.rank] == []
+
+
+def test_executions_that_became_slower_are_not_capacity_lost() -> None:
+    """The /metrics rule alone (capacity.py, as at --log-verbose 0): sw_pacing_leak's creep
+    halves sw_auction's completions under the same closed loop too, but each request it
+    still completes takes longer; the level-1 hang of sw_pacing_hang does not slow them."""
+    from observability.detectors.capacity import capacity_drops
+    from tests.foreign.parsed import window
+
+    assert capacity_drops(window("sw_pacing_leak"), set()) == []
+    assert capacity_drops(window("sw_pacing_leak"), set(), max_slower=1e9) != []
+    (drop,) = capacity_drops(window("sw_pacing_hang"), set())
+    assert drop.model == "sw_auction" and drop.rate_after < 0.6 * drop.rate_before
