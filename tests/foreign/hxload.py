@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from tests.foreign.loadproc import run_load_process, status_of
 
 __all__ = ["PLANS", "Plan", "hx_inject", "hx_worker"]
 
@@ -177,42 +178,18 @@ def hx_worker(
 
     stop.wait(delay_s)
     address = url.removeprefix("http://").rstrip("/")
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.foreign.hxload",
-        address,
-        "--seed",
-        str(seed),
-        "--t0",
-        repr(t0),
-        "--until",
-        repr(until),
-        "--cap",
-        str(cap),
-        "--plan",
-        plan_name,
-    ]
-    plan = PLANS[plan_name]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    statuses = {s.value: s for s in Status}
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            row = json.loads(line)
-            label = str(row["label"])
-            if row["status"] == "open":  # unanswered when the client stopped
-                label, status = f"{label}:open at the end", Status.TIMEOUT
-            else:
-                status = statuses.get(row["status"], Status.ERROR)
-            outcome = Outcome("", MODEL, "", status, row["started"], row["latency_s"], row["error"])
-            add(label, outcome, t0)
-    finally:
-        try:
-            proc.wait(timeout=max(1.0, until - time.monotonic()) + plan.timeout_s + 10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+
+    def on_row(row: dict[str, Any]) -> None:
+        label, status = str(row["label"]), status_of(row)
+        if row["status"] == "open":  # unanswered when the client stopped
+            label, status = f"{label}:open at the end", Status.TIMEOUT
+        outcome = Outcome("", MODEL, "", status, row["started"], row["latency_s"], row["error"])
+        add(label, outcome, t0)
+
+    timeout_s = PLANS[plan_name].timeout_s
+    run_load_process(
+        "tests.foreign.hxload", address, seed, t0, until, cap, plan_name, timeout_s, on_row
+    )
 
 
 def hx_inject(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +36,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+
+from tests.foreign.loadproc import run_load_process, status_of
 
 __all__ = ["CAP", "PLANS", "Plan", "sw_inject", "sw_worker"]
 
@@ -295,47 +296,22 @@ def sw_worker(
     """The load process (``run`` in a child, started ``delay_s`` after ``t0``), its outcomes
     handed to ``add`` as they come. It is stopped (by its own pid) if it outlives ``until``
     by more than its timeout and a margin."""
-    from observability.load.client import Outcome, Status
+    from observability.load.client import Outcome
 
     stop.wait(delay_s)
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.foreign.swload",
-        url,
-        "--seed",
-        str(seed),
-        "--t0",
-        repr(t0),
-        "--until",
-        repr(until),
-        "--cap",
-        str(cap),
-        "--plan",
-        plan_name,
-    ]
-    plan = PLANS[plan_name]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    statuses = {s.value: s for s in Status}
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            row = json.loads(line)
-            label = str(row["label"])
-            status = (
-                Status.TIMEOUT
-                if row["status"] == "open"
-                else statuses.get(row["status"], Status.ERROR)
-            )
-            model = SIDE_MODEL if SIDE_MODEL in label else MODEL
-            outcome = Outcome("", model, "", status, row["started"], row["latency_s"], row["error"])
-            add(label, outcome, t0)
-    finally:
-        try:
-            proc.wait(timeout=max(1.0, until - time.monotonic()) + plan.timeout_s + 10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+
+    def on_row(row: dict[str, Any]) -> None:
+        label = str(row["label"])
+        model = SIDE_MODEL if SIDE_MODEL in label else MODEL
+        outcome = Outcome(
+            "", model, "", status_of(row), row["started"], row["latency_s"], row["error"]
+        )
+        add(label, outcome, t0)
+
+    timeout_s = PLANS[plan_name].timeout_s
+    run_load_process(
+        "tests.foreign.swload", url, seed, t0, until, cap, plan_name, timeout_s, on_row
+    )
 
 
 def sw_inject(

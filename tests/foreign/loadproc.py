@@ -1,0 +1,56 @@
+"""A load process of the foreign recorder: a family's clients in a child process of their own
+(so the recorder's GIL does not pace them), each outcome a JSON line on its stdout.
+
+Why a module: the ``hx`` and ``sw`` families each started their load process, read its lines
+and stopped it the same way; this is that once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["run_load_process", "status_of"]
+
+
+def run_load_process(
+    module: str,
+    url: str,
+    seed: int,
+    t0: float,
+    until: float,
+    cap: int,
+    plan: str,
+    timeout_s: float,
+    on_row: Callable[[dict[str, Any]], None],
+) -> None:
+    """Run ``python -m module url --seed .. --t0 .. --until .. --cap .. --plan ..`` and hand
+    each JSON line it prints to ``on_row`` as it comes. The process is stopped (by its own
+    pid) if it outlives ``until`` by more than ``timeout_s`` and a margin."""
+    cmd = [sys.executable, "-m", module, url, "--seed", str(seed), "--t0", repr(t0)]
+    cmd += ["--until", repr(until), "--cap", str(cap), "--plan", plan]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            on_row(json.loads(line))
+    finally:
+        try:
+            proc.wait(timeout=max(1.0, until - time.monotonic()) + timeout_s + 10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def status_of(row: dict[str, Any]) -> Any:
+    """The ``Status`` a row's ``status`` names; ``open`` (unanswered when the client
+    stopped) is a timeout, an unknown word an error."""
+    from observability.load.client import Status
+
+    if row["status"] == "open":
+        return Status.TIMEOUT
+    return {s.value: s for s in Status}.get(row["status"], Status.ERROR)
