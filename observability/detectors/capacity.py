@@ -24,11 +24,11 @@ compute time per completed request after at most ``max_slower`` times what it wa
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from statistics import median
 
+from observability.detectors.model_stalled import series_by_model
 from observability.detectors.window import Window
 
 __all__ = ["CapacityDrop", "capacity_drops"]
@@ -63,18 +63,27 @@ def capacity_drops(
     max_slower: float = 1.4,
 ) -> list[CapacityDrop]:
     """The drops of the window's models not in ``skip``, one per model at most."""
-    pending = _series(window, PENDING)
-    success = _series(window, SUCCESS)
-    compute = _series(window, COMPUTE)
+    pending = _points(window, PENDING)
+    success = _points(window, SUCCESS)
+    compute = _points(window, COMPUTE)
     out = []
-    for model in sorted(set(pending) & set(success) - skip):
-        drop = _drop(model, pending[model], success[model], before_s, after_s, max_ratio)
+    for key in sorted(set(pending) & set(success)):
+        model = key[1]
+        if model in skip:
+            continue
+        drop = _drop(model, pending[key], success[key], before_s, after_s, max_ratio)
         slower = drop is not None and _slower(
-            compute.get(model, {}), success[model], drop, before_s, max_slower
+            compute.get(key, {}), success[key], drop, before_s, max_slower
         )
         if drop is not None and not slower:
             out.append(drop)
     return out
+
+
+def _points(window: Window, name: str) -> dict[tuple[str, str], dict[int, float]]:
+    """``(target, model)`` -> scrape time -> value (``model_stalled``'s series, versions
+    summed; each target its own: two servers may serve a model of the same name)."""
+    return {key: dict(points) for key, points in series_by_model(window.samples(name)).items()}
 
 
 def _slower(
@@ -99,16 +108,6 @@ def _slower(
 
     was, now = per_request(start, drop.at_ns), per_request(drop.at_ns, drop.last_ns)
     return was is not None and now is not None and now > max_slower * was
-
-
-def _series(window: Window, name: str) -> dict[str, dict[int, float]]:
-    """Model -> scrape time -> value (versions summed)."""
-    out: dict[str, dict[int, float]] = defaultdict(dict)
-    for _target, at_ns, sample in window.samples(name):
-        model = sample.label("model")
-        if model:
-            out[model][at_ns] = out[model].get(at_ns, 0.0) + sample.value
-    return out
 
 
 def _drop(

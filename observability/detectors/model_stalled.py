@@ -94,7 +94,9 @@ class Stall:
         return (self.last_ns - self.since_ns) / 1e9
 
 
-def _series(rows: Iterable[tuple[str, int, ev.MetricSample]]) -> dict[tuple[str, str], Points]:
+def series_by_model(
+    rows: Iterable[tuple[str, int, ev.MetricSample]],
+) -> dict[tuple[str, str], Points]:
     """Per ``(target, model)``: one point per scrape, the model's versions summed."""
     summed: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for target, at_ns, sample in rows:
@@ -127,8 +129,8 @@ def stalls(
 ) -> list[Stall]:
     """Every model whose trailing scrapes show queued requests and no execution, longest
     first; the deadline is the caller's to apply."""
-    queued = _series(pending)
-    executed = _series(executions)
+    queued = series_by_model(pending)
+    executed = series_by_model(executions)
     by_stats = _stats_series(stats)
     out: list[Stall] = []
     for (target, model), points in queued.items():
@@ -180,8 +182,8 @@ def ended_stalls(
     the queue emptied. A stall that passes leaves its clients' timeouts and nothing else on
     /metrics (img_preprocess_hang_quiet: 19 s of the whole pipeline, until a guard in the
     caller answered its calls with errors). Longest first; the deadline is the caller's."""
-    queued = _series(pending)
-    executed = _series(executions)
+    queued = series_by_model(pending)
+    executed = series_by_model(executions)
     by_stats = _stats_series(stats)
     out: list[Stall] = []
     for (target, model), points in queued.items():
