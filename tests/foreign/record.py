@@ -8,7 +8,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``:
+``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``, ``repos/lz``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -46,7 +46,11 @@ around a healthy pipeline: gRPC and HTTP clients with a 1 s deadline, invalid re
 Triton refuses, documents the model answers with an error, a slow tail that times out,
 cancellations, a traffic shape with a ramp and a burst, readiness and metadata probes every
 second, and an operator loading, unloading and reloading models (model control explicit,
-``Scenario.load_models``). Each scenario leaves:
+``Scenario.load_models``). The ``lz`` load (``tests.foreign.lzload``, ``Scenario.lz``) is
+closed-loop gRPC slots without request ids in a process of its own, whose plan changes the
+load once (slots leave, a heavier input mix, or slots sending a request that never returns),
+for ``--log-verbose 0`` windows where only /metrics and /v2/models/stats speak. Each scenario
+leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
 * ``expected.json``: ``{"findings": [[kind, model], ...], "healthy": bool}``;
@@ -92,6 +96,7 @@ from tests.foreign import (
     genload,
     gsload,
     hxload,
+    lzload,
     medload,
     seqload,
     swload,
@@ -148,7 +153,7 @@ class Scenario:
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
     ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
-    ``hx``, ``sw``, ``gs`` or ``day``."""
+    ``hx``, ``sw``, ``gs``, ``day`` or ``lz``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -214,6 +219,9 @@ class Scenario:
     sw: str = ""
     """``sw`` only: the load process's plan, a key of ``swload.PLANS`` (perf_analyzer's
     concurrency sweep or request rate over the window)."""
+    lz: str = ""
+    """``lz`` only: the load process's plan, a key of ``lzload.PLANS`` (closed-loop slots and
+    the one change to them)."""
     gs: str = "split"
     """``gs`` only: the clients' plan, a key of ``gsload.PLANS``: ``mixed`` (one stream per
     client carrying both models' requests) or ``split`` (one stream per model)."""
@@ -5672,6 +5680,99 @@ SCENARIOS["day_urgency_bad_deploy_quiet"] = replace(
 )
 
 
+# ------------------------------------------------------------------ lz (round 36)
+# Freight quoting at --log-verbose 0: only /metrics and /v2/models/stats speak. Everything
+# lz-specific lives in this block, in tests/foreign/lzload.py and in the ``repo == "lz"``
+# branches of _worker and _load_text.
+
+_LZ_PIPELINE = (
+    "the freight-quote pipeline: lz_quote (python BLS, synchronous `def execute`, 2 "
+    "instances, max_batch_size 0: per request a blocking exec() of lz_route (2 instances, "
+    "max_batch_size 0, 3 ms a stop) and then one of lz_fare (1 instance, dynamic batching up "
+    "to 16, 1 ms, 3 ms a batch), then 4 ms of assembly; children without ids); "
+    "`--log-verbose 0`, no trace files"
+)
+_LZ_HANG = "the lz_route instance that takes the call sleeps 300 s: its exec() never returns"
+_LZ_LOADED = ("lz_quote", "lz_route", "lz_fare")
+
+
+def _lz(
+    name: str, plan: str, what: str, expected: tuple[tuple[str, str], ...], **kw: Any
+) -> Scenario:
+    return Scenario(
+        name,
+        "lz",
+        f"{_LZ_PIPELINE}; {lzload.PLANS[plan].text()}{what}",
+        expected,
+        log_verbose=0,
+        trace=False,
+        duration_s=40.0,
+        clients=1,
+        lz=plan,
+        **kw,
+    )
+
+
+_LZ = (
+    _lz("lz_healthy_quiet", "c12", "", ()),
+    _lz(
+        "lz_clients_leave_quiet",
+        "c12_leave",
+        ": half the clients go away, the queue stays non-empty",
+        (),
+    ),
+    _lz(
+        "lz_heavy_mix_quiet",
+        "c12_heavy",
+        ": each execution takes about twice as long from then on, nothing is broken",
+        (),
+    ),
+    _lz(
+        "lz_route_reload_quiet",
+        "c12",
+        "; 20 s in, an operator reloads lz_route (the same version, a config parameter "
+        "changed: new instances) under the load",
+        (),
+        model_control="explicit",
+        load_models=_LZ_LOADED,
+        injections=(
+            Injection(
+                20, 1, {}, 60, "an operator reloads lz_route (same version)", "reload", "lz_route"
+            ),
+        ),
+    ),
+    _lz(
+        "lz_route_hang_quiet",
+        "c12_fault",
+        f": that request's lz_route call never returns ({_LZ_HANG}), holding the lz_quote "
+        "instance whose exec() waits on it",
+        (("hung_request", "lz_quote"),),
+    ),
+    _lz(
+        "lz_route_hang_light_quiet",
+        "c2_fault",
+        f": that request's lz_route call never returns ({_LZ_HANG}); one slot is left, on the "
+        "other lz_quote instance",
+        (("hung_request", "lz_quote"),),
+    ),
+    _lz(
+        "lz_route_hang_load_ends_quiet",
+        "c12_fault_ends",
+        f": that request's lz_route call never returns ({_LZ_HANG}); the clients stop 2 s "
+        "before the capture ends",
+        (("hung_request", "lz_quote"),),
+    ),
+    _lz(
+        "lz_stall_quiet",
+        "c12_fault2",
+        f": both requests' lz_route calls never return ({_LZ_HANG}), holding both lz_quote "
+        "instances",
+        (("model_stalled", "lz_quote"),),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _LZ})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -6082,7 +6183,11 @@ def _worker(
     hx: str = "",
     sw: str = "",
     gs: str = "split",
+    lz: str = "",
 ) -> None:
+    if repo == "lz":  # closed-loop slots in a load process (tests.foreign.lzload)
+        lzload.lz_worker(url, seed, stop, until, out.add, t0, delay_s, lz)
+        return
     if repo == "day":  # a production day's noise (tests.foreign.dayload)
         dayload.day_worker(url, seed, stop, until, out.add, t0, cap, delay_s)
         return
@@ -6393,6 +6498,7 @@ def record_scenario(scenario: Scenario, out: Path) -> Path:
                         "hx": scenario.hx,
                         "sw": scenario.sw,
                         "gs": scenario.gs,
+                        "lz": scenario.lz,
                     },
                     daemon=True,
                 )
@@ -6587,6 +6693,7 @@ def _provenance(
             f"| {i.at_s:g} | {i.count} | {_injected(i)} | {i.timeout_s:g} | {i.what} |"
             for i in scenario.injections
         )
+        or _lz_injected(scenario)
         or "| - | - | - | - | none: the healthy twin |"
     )
     env = ", ".join(f"{k}={v}" for k, v in sorted(scenario.env.items())) or "none"
@@ -6630,7 +6737,24 @@ Recorded by
 _COUNT = {1: "one", 2: "two", 8: "eight"}
 
 
+def _lz_injected(scenario: Scenario) -> str:
+    """The ``lz`` plans' faulty requests, sent by the load process's own slots."""
+    plan = lzload.PLANS.get(scenario.lz) if scenario.repo == "lz" else None
+    if plan is None or plan.change != "fault":
+        return ""
+    return (
+        f"| {plan.at_s:g} | {plan.faults} | lz_fault=route_hang | {plan.fault_timeout_s:g} | "
+        f"sent by slot(s) 0{'' if plan.faults == 1 else f' to {plan.faults - 1}'} of the load "
+        f"process in place of its next quote: {_LZ_HANG} |"
+    )
+
+
 def _load_text(scenario: Scenario) -> str:
+    if scenario.repo == "lz":  # closed-loop slots, the plan's one change
+        return (
+            f"{lzload.PLANS[scenario.lz].text()} (BLS children are built without ids too), "
+            "each request a `lz_quote` infer"
+        )
     if scenario.repo == "sw":  # perf_analyzer's modes, not one request at a time
         return (
             f"{swload.PLANS[scenario.sw].text()}; no request ids (BLS children are built "
