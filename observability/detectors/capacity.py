@@ -13,13 +13,15 @@ input mix, a slow dependency) lose throughput as well, but each takes longer: no
 
 Rule, per model with no verbose-log instance lines (those have the log-based detectors) and
 ``nv_inference_pending_request_count`` and ``nv_inference_request_success`` on /metrics: a
-scrape ``t`` with ``before_s`` of scrapes before it and at least ``after_s`` after it to the
-window's end, pending above zero at every one of them; the rate of successes after ``t`` at
-most ``max_ratio`` of the rate over the ``before_s`` before it (and above zero: a model that
-completes nothing is ``model_stalled``'s), in each half of what follows too (no recovery),
-with the queue after as deep as before (clients that left leave an empty queue) and the
-compute time per completed request after at most ``max_slower`` times what it was before
-(where /metrics has it). The ``t`` with the deepest fall wins; pure over the window's samples.
+scrape ``t`` with ``before_s`` of scrapes before it and at least ``after_s`` after it, pending
+above zero at every one of them (the last such run of scrapes, ended at most 5 s before the
+window's: clients may stop just before a capture does); the rate of successes after ``t`` at
+most ``max_ratio`` of the rate over the ``before_s`` before it in each half of what follows
+(no recovery), and above a tenth of it in each (a model that completes next to nothing is
+``model_stalled``'s), with the queue after as deep as before (clients that left leave an
+empty queue) and the compute time per completed request after at most ``max_slower`` times
+what it was before (where /metrics has it). The ``t`` with the deepest fall wins; pure over
+the window's samples.
 """
 
 from __future__ import annotations
@@ -121,15 +123,22 @@ def _drop(
     times = sorted(set(pending) & set(success))
     if len(times) < 4:
         return None
-    last = times[-1]
     counts = [success[t] for t in times]
     if any(b < a for a, b in pairwise(counts)):
         return None  # a reset (a restart, a reload): not one run of the counter
-    # The trailing run of scrapes with requests queued: the model busy at every one.
-    k = len(times)
+    # The last run of scrapes with requests queued (the model busy at every one), ended at
+    # most ``_TAIL_NS`` before the last scrape: clients that stopped just before the capture
+    # did leave the queue empty at its last scrapes (lz_route_hang_load_ends_quiet).
+    end = len(times)
+    while end > 0 and pending[times[end - 1]] <= 0 and times[-1] - times[end - 1] <= _TAIL_NS:
+        end -= 1
+    k = end
     while k > 0 and pending[times[k - 1]] > 0:
         k -= 1
-    busy = times[k:]
+    busy = times[k:end]
+    if not busy:
+        return None
+    last = busy[-1]
     found: CapacityDrop | None = None
     for i, at in enumerate(busy):
         if (at - busy[0]) / 1e9 < before_s or (last - at) / 1e9 < after_s:
@@ -143,7 +152,7 @@ def _drop(
         queued_after = median(pending[t] for t in busy if t > at)
         if (
             before > 0
-            and 0 < after <= max_ratio * before
+            and _STALLED * before < min(halves)
             and max(halves) <= max_ratio * before
             and queued_after >= queued_before
         ):
@@ -151,6 +160,13 @@ def _drop(
             if found is None or after / before < found.rate_after / found.rate_before:
                 found = drop
     return found
+
+
+_TAIL_NS = 5_000_000_000
+_STALLED = 0.1
+"""A model completing less than this share of its rate, in either half of what follows the
+fall, has all but stopped: model_stalled's (lz_stall_quiet: two hangs a second apart on two
+instances, 2 completions in between, then none)."""
 
 
 def _rate(success: dict[int, float], a: int, b: int) -> float:

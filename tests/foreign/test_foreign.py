@@ -108,14 +108,6 @@ GAPS: dict[str, str] = {
     "of the window: capacity.py needs requests queued at every scrape (a model busy at its "
     "limit), so a hang under a light load, which leaves the queue empty, is not seen; with "
     "one completion per client answer a fall in completions is then the clients' own rate",
-    "lz_route_hang_load_ends_quiet": "nothing reported. --log-verbose 0: as "
-    "lz_route_hang_quiet (found), lz_quote's successes 18 a second -> 9 from the 22 s scrape "
-    "(380 at 21 s, 392, 401, 410 ... 539 at 38 s) with pending 10 at every scrape from 1 s to "
-    "38 s and compute per request 108 ms throughout, but the clients stopped sending at 38 s, "
-    "2 s before the capture ended, and the last two scrapes read pending 0 (549, 550 "
-    "successes). capacity._drop takes only the trailing run of scrapes with pending > 0 "
-    "(`while k > 0 and pending[times[k - 1]] > 0`), which is empty, so 16 s of the signal "
-    "are thrown away because the load ended before the window did",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
