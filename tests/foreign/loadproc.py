@@ -1,8 +1,9 @@
 """A load process of the foreign recorder: a family's clients in a child process of their own
 (so the recorder's GIL does not pace them), each outcome a JSON line on its stdout.
 
-Why a module: the ``hx`` and ``sw`` families each started their load process, read its lines
-and stopped it the same way; this is that once.
+Why a module: the ``hx``, ``sw`` and ``lz`` families each started their load process, read
+its lines and stopped it the same way, and the load processes each counted and wrote their
+rows the same way; this is that once, both sides.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_load_process", "status_of"]
+__all__ = ["Rows", "run_load_process", "status_of"]
 
 
 def run_load_process(
@@ -54,3 +56,32 @@ def status_of(row: dict[str, Any]) -> Any:
     if row["status"] == "open":
         return Status.TIMEOUT
     return {s.value: s for s in Status}.get(row["status"], Status.ERROR)
+
+
+class Rows:
+    """The load process's side: at most ``cap`` requests sent (``take``), and each outcome
+    written as one JSON line on stdout (``emit``), from any of its threads."""
+
+    def __init__(self, cap: int) -> None:
+        self.lock = threading.Lock()
+        self.cap = cap
+        self.sent = 0
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.sent >= self.cap:
+                return False
+            self.sent += 1
+            return True
+
+    def emit(self, label: str, started: float, status: str, error: str = "") -> None:
+        row = {
+            "label": label,
+            "started": started,
+            "status": status,
+            "latency_s": time.monotonic() - started,
+            "error": error[:300],
+        }
+        with self.lock:
+            sys.stdout.write(json.dumps(row) + "\n")
+            sys.stdout.flush()

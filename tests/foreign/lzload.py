@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import subprocess
 import sys
 import threading
 import time
@@ -32,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from tests.foreign.loadproc import Rows, run_load_process, status_of
 
 __all__ = ["CAP", "MODEL", "PLANS", "Plan", "lz_worker"]
 
@@ -99,33 +99,7 @@ def _status(err: BaseException) -> str:
     return "timeout" if "deadline" in text or "timed out" in text else "error"
 
 
-class _Out:
-    def __init__(self, cap: int) -> None:
-        self.lock = threading.Lock()
-        self.cap = cap
-        self.sent = 0
-
-    def take(self) -> bool:
-        with self.lock:
-            if self.sent >= self.cap:
-                return False
-            self.sent += 1
-            return True
-
-    def emit(self, label: str, started: float, status: str, error: str = "") -> None:
-        row = {
-            "label": label,
-            "started": started,
-            "status": status,
-            "latency_s": time.monotonic() - started,
-            "error": error[:300],
-        }
-        with self.lock:
-            sys.stdout.write(json.dumps(row) + "\n")
-            sys.stdout.flush()
-
-
-def _slot(url: str, i: int, seed: int, t0: float, until: float, out: _Out, plan: Plan) -> None:
+def _slot(url: str, i: int, seed: int, t0: float, until: float, out: Rows, plan: Plan) -> None:
     import tritonclient.grpc as tc
 
     client = tc.InferenceServerClient(url)
@@ -164,7 +138,7 @@ def _slot(url: str, i: int, seed: int, t0: float, until: float, out: _Out, plan:
 
 
 def run(url: str, seed: int, t0: float, until: float, cap: int, plan: Plan) -> None:
-    out = _Out(cap)
+    out = Rows(cap)
     stop = min(until, t0 + plan.end_s)
     threads = [
         threading.Thread(
@@ -190,27 +164,20 @@ def lz_worker(
 ) -> None:
     """The load process (``run`` in a child), its outcomes handed to ``add`` as they come.
     It is stopped (by its own pid) if it outlives ``until`` by more than a margin."""
-    from observability.load.client import Outcome, Status
+    from observability.load.client import Outcome
 
     stop.wait(delay_s)
-    cmd = [sys.executable, "-m", "tests.foreign.lzload", url, "--seed", str(seed)]
-    cmd += ["--t0", repr(t0), "--until", repr(until), "--cap", str(CAP), "--plan", plan_name]
-    plan = PLANS[plan_name]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    statuses = {s.value: s for s in Status}
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            row = json.loads(line)
-            status = statuses.get(row["status"], Status.ERROR)
-            outcome = Outcome("", MODEL, "", status, row["started"], row["latency_s"], row["error"])
-            add(str(row["label"]), outcome, t0)
-    finally:
-        try:
-            proc.wait(timeout=max(1.0, until - time.monotonic()) + plan.fault_timeout_s + 10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+
+    def on_row(row: dict[str, Any]) -> None:
+        outcome = Outcome(
+            "", MODEL, "", status_of(row), row["started"], row["latency_s"], row["error"]
+        )
+        add(str(row["label"]), outcome, t0)
+
+    timeout_s = PLANS[plan_name].fault_timeout_s
+    run_load_process(
+        "tests.foreign.lzload", url, seed, t0, until, CAP, plan_name, timeout_s, on_row
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

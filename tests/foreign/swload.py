@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -37,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign.loadproc import run_load_process, status_of
+from tests.foreign.loadproc import Rows, run_load_process, status_of
 
 __all__ = ["CAP", "PLANS", "Plan", "sw_inject", "sw_worker"]
 
@@ -118,39 +117,13 @@ def _level(plan: Plan, value: float) -> str:
     return f"c{value:g}" if plan.mode == "concurrency" else f"{value:g}/s"
 
 
-class _Out:
-    def __init__(self, cap: int) -> None:
-        self.lock = threading.Lock()
-        self.cap = cap
-        self.sent = 0
-
-    def take(self) -> bool:
-        with self.lock:
-            if self.sent >= self.cap:
-                return False
-            self.sent += 1
-            return True
-
-    def emit(self, label: str, started: float, status: str, error: str = "") -> None:
-        row = {
-            "label": label,
-            "started": started,
-            "status": status,
-            "latency_s": time.monotonic() - started,
-            "error": error[:300],
-        }
-        with self.lock:
-            sys.stdout.write(json.dumps(row) + "\n")
-            sys.stdout.flush()
-
-
 def _slot(
     url: str,
     model: str,
     label: Callable[[], str | None],
     seed: int,
     until: float,
-    out: _Out,
+    out: Rows,
     timeout_s: float,
 ) -> None:
     """One closed-loop slot: while ``label()`` names the level, send and wait, at once again."""
@@ -177,7 +150,7 @@ def _slot(
             client.close()
 
 
-def _rate(url: str, seed: int, t0: float, until: float, out: _Out, plan: Plan) -> None:
+def _rate(url: str, seed: int, t0: float, until: float, out: Rows, plan: Plan) -> None:
     """The open loop: one request each ``1 / rate`` s on the schedule, answers by callback."""
     import tritonclient.grpc as tc
 
@@ -243,7 +216,7 @@ def _rate(url: str, seed: int, t0: float, until: float, out: _Out, plan: Plan) -
 def run(url: str, seed: int, t0: float, until: float, cap: int, plan: Plan) -> None:
     """The load process: the plan's slots or schedule on sw_auction, the side slots on
     sw_prebid; one JSON line per request on stdout."""
-    out = _Out(cap)
+    out = Rows(cap)
     threads: list[threading.Thread] = []
     stop_main = min(until, t0 + plan.end_s)
 
