@@ -15,7 +15,6 @@ back. No payload is recorded, only outcomes.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign.loadproc import run_load_process, status_of
+from tests.foreign.loadproc import load_process_args, run_load_process, status_of
 
 __all__ = ["PLANS", "Plan", "hx_inject", "hx_worker"]
 
@@ -225,14 +224,7 @@ def hx_inject(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.foreign.hxload")
-    parser.add_argument("url", help="host:port of Triton's HTTP endpoint")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--t0", type=float, required=True, help="time.monotonic() at 0 s")
-    parser.add_argument("--until", type=float, required=True, help="time.monotonic() to stop")
-    parser.add_argument("--cap", type=int, default=400)
-    parser.add_argument("--plan", choices=sorted(PLANS), default="steady")
-    args = parser.parse_args(argv)
+    args = load_process_args("tests.foreign.hxload", "HTTP", PLANS, "steady", 400, argv)
     run(args.url, args.seed, args.t0, args.until, args.cap, PLANS[args.plan])
     return 0
 

@@ -8,6 +8,7 @@ rows the same way; this is that once, both sides.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Rows", "run_load_process", "status_of"]
+__all__ = ["Rows", "load_process_args", "run_load_process", "status_of"]
 
 
 def run_load_process(
@@ -46,6 +47,20 @@ def run_load_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def load_process_args(
+    module: str, endpoint: str, plans: Any, plan: str, cap: int, argv: list[str] | None
+) -> argparse.Namespace:
+    """The arguments ``run_load_process`` gives the load process ``module``, parsed there."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}")
+    parser.add_argument("url", help=f"host:port of Triton's {endpoint} endpoint")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--t0", type=float, required=True, help="time.monotonic() at 0 s")
+    parser.add_argument("--until", type=float, required=True, help="time.monotonic() to stop")
+    parser.add_argument("--cap", type=int, default=cap)
+    parser.add_argument("--plan", choices=sorted(plans), default=plan)
+    return parser.parse_args(argv)
 
 
 def status_of(row: dict[str, Any]) -> Any:

@@ -20,7 +20,6 @@ clock, status, latency, error, and its label) is one JSON line on stdout, which
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import threading
@@ -31,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign.loadproc import Rows, run_load_process, status_of
+from tests.foreign.loadproc import Rows, load_process_args, run_load_process, status_of
 
 __all__ = ["CAP", "MODEL", "PLANS", "Plan", "lz_worker"]
 
@@ -181,14 +180,7 @@ def lz_worker(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.foreign.lzload")
-    parser.add_argument("url", help="host:port of Triton's gRPC endpoint")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--t0", type=float, required=True, help="time.monotonic() at 0 s")
-    parser.add_argument("--until", type=float, required=True, help="time.monotonic() to stop")
-    parser.add_argument("--cap", type=int, default=CAP)
-    parser.add_argument("--plan", choices=sorted(PLANS), default="c12")
-    args = parser.parse_args(argv)
+    args = load_process_args("tests.foreign.lzload", "gRPC", PLANS, "c12", CAP, argv)
     run(args.url, args.seed, args.t0, args.until, args.cap, PLANS[args.plan])
     return 0
 

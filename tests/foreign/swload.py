@@ -24,7 +24,6 @@ which ``sw_worker`` (a thread of ``record.py``) reads back. No payload is record
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import threading
@@ -36,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.foreign.loadproc import Rows, run_load_process, status_of
+from tests.foreign.loadproc import Rows, load_process_args, run_load_process, status_of
 
 __all__ = ["CAP", "PLANS", "Plan", "sw_inject", "sw_worker"]
 
@@ -322,14 +321,7 @@ def sw_inject(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.foreign.swload")
-    parser.add_argument("url", help="host:port of Triton's gRPC endpoint")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--t0", type=float, required=True, help="time.monotonic() at 0 s")
-    parser.add_argument("--until", type=float, required=True, help="time.monotonic() to stop")
-    parser.add_argument("--cap", type=int, default=CAP)
-    parser.add_argument("--plan", choices=sorted(PLANS), default="sweep")
-    args = parser.parse_args(argv)
+    args = load_process_args("tests.foreign.swload", "gRPC", PLANS, "sweep", CAP, argv)
     run(args.url, args.seed, args.t0, args.until, args.cap, PLANS[args.plan])
     return 0
 
