@@ -26,6 +26,7 @@ the window's samples.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 from itertools import pairwise
 from statistics import median
@@ -58,7 +59,7 @@ class CapacityDrop:
 
 def capacity_drops(
     window: Window,
-    skip: set[str],
+    skip: Set[str],
     before_s: float = 5.0,
     after_s: float = 10.0,
     max_ratio: float = 0.65,

@@ -54,7 +54,7 @@ from itertools import pairwise
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.requests import log_ref
-from observability.detectors.window import Window
+from observability.detectors.window import Window, per_window
 from observability.findings import Evidence, Finding, Severity
 from observability.rates import counter_increase
 
@@ -285,8 +285,10 @@ def drains(records: Iterable[ev.ExitInflight]) -> list[Drain]:
     return sorted(out, key=lambda d: (-d.seconds, d.model))
 
 
-def logged_models(window: Window) -> set[str]:
-    """Models with verbose-log instance lines in the window: the log-based detectors' own."""
+@per_window
+def logged_models(window: Window) -> frozenset[str]:
+    """Models with verbose-log instance lines in the window: the log-based detectors' own.
+    Once per window: model_stalled and hung_request's level-0 path both leave them out."""
     records = window.logs(ev.InstanceExecuting, ev.InstanceReleased)
     owner = {r.instance: r.model for r in records if isinstance(r, ev.InstanceExecuting)}
     models = set(owner.values())
@@ -294,7 +296,7 @@ def logged_models(window: Window) -> set[str]:
         if isinstance(r, ev.InstanceReleased):
             # Triton names instances <model>_<group>_<index> unless the config names them.
             models.add(owner.get(r.instance) or r.instance.rsplit("_", 2)[0])
-    return models
+    return frozenset(models)
 
 
 def execution_durations(stats: Sequence[ev.ModelStats]) -> dict[str, list[float]]:
