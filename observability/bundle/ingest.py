@@ -285,11 +285,12 @@ def ingest_bundle(
 ) -> IngestReport:
     """Ingest an already opened bundle (see :func:`ingest`)."""
     report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
-    for part, source, batch in bundle_events(bundle, report, log_format):
-        _write(store, part, source, batch, report)
-        if on_batch is not None:
-            on_batch(part, len(batch))
-    store.compact()  # a bundle is complete: nothing more will join its last blocks
+    with store.bulk():  # a bundle is complete: its parts go straight into blocks
+        for part, source, batch in bundle_events(bundle, report, log_format):
+            _write(store, part, source, batch, report)
+            if on_batch is not None:
+                on_batch(part, len(batch))
+    store.compact()  # what an earlier writer staged for the same sources
     return report
 
 

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -65,6 +66,17 @@ def _offset(record: object) -> int:
     return int(header.offset if header is not None else getattr(record, "offset", 0))
 
 
+def _bindable(groups: dict[tuple[str, str], dict[str, tuple[int, object]]]) -> None:
+    """Raise what SQLite would raise on these records' block (a time past int64, a source
+    that is not UTF-8) before :meth:`Store.bulk` holds any: held records are bound only
+    when their block is written, after the writer was told they were stored."""
+    for (_stream, src), group in groups.items():
+        src.encode("utf-8")
+        for at, _ in group.values():
+            if not -(2**63) <= at < 2**63:
+                raise OverflowError(f"time {at} does not fit in 64 bits")
+
+
 class StoreError(RuntimeError):
     """The store cannot be opened or written; the message says why."""
 
@@ -96,6 +108,8 @@ class Store:
         """(stream, source) -> when a record was last staged for it (monotonic)."""
         self._cache: dict[tuple[int, int, frozenset[str] | None], list[tuple[str, object]]] = {}
         self._cached = 0
+        self._bulk: dict[tuple[str, str], dict[str, tuple[int, object, str]]] | None = None
+        """(stream, source) -> records held for whole blocks while :meth:`bulk` is open."""
         try:
             if readonly:
                 if not self.path.exists():
@@ -160,6 +174,8 @@ class Store:
             result = self._write(batch, source, per_event=False)
         except _UNBINDABLE:
             result = self._write(batch, source, per_event=True)
+        if self._bulk is not None:
+            self._flush_bulk(everything=False)
         self._compact_due()
         return result
 
@@ -213,11 +229,18 @@ class Store:
                 duplicates += 1
             else:
                 group[key] = (stream.at_ns(event), event)
+        if self._bulk is not None:
+            _bindable(groups)
         inserted = 0
         for (name, src), group in groups.items():
             stream = STREAMS[name]
             fresh = self._not_in_blocks(name, src, group)
             duplicates += len(group) - len(fresh)
+            if self._bulk is not None:
+                added = self._hold(name, src, fresh, source)
+                inserted += added
+                duplicates += len(fresh) - added
+                continue
             keys = list(fresh)
             whole = len(keys) - len(keys) % stream.block_records
             if whole and not self._staged_any(name, keys[:whole]):
@@ -240,6 +263,70 @@ class Store:
             if added:
                 self._staged_last[(name, src)] = time.monotonic()
         return inserted, duplicates, ignored
+
+    @contextmanager
+    def bulk(self) -> Iterator[None]:
+        """Write whole blocks only, never ``staged``, for as long as the block lasts: for a
+        writer that has everything at hand (a bundle's ingest), where staging every small
+        part (a trace file, a scrape) as JSON rows only to compact them at the end was most
+        of the ingest. What :meth:`write` accepts inside is held in memory (a block's worth
+        per stream and source at most) and stored when the block ends, so it is acknowledged
+        then, not before: a writer killed inside loses what it wrote there, and runs again."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        if self._bulk is not None:
+            yield
+            return
+        self._bulk = {}
+        try:
+            yield
+            self._flush_bulk(everything=True)
+        finally:
+            self._bulk = None
+
+    def _hold(
+        self, stream: str, src: str, fresh: dict[str, tuple[int, object]], source: str
+    ) -> int:
+        """Hold ``fresh`` for :meth:`bulk`'s blocks; how many were new (not held already, not
+        staged by an earlier writer)."""
+        assert self._bulk is not None
+        held = self._bulk.setdefault((stream, src), {})
+        keys = [k for k in fresh if k not in held]
+        if keys and self._staged_counts()[(stream, src)]:
+            keys = self._not_staged(stream, keys)
+        for k in keys:
+            held[k] = (*fresh[k], source)
+        return len(keys)
+
+    def _flush_bulk(self, everything: bool) -> None:
+        """Store the held records as blocks: every whole block's worth, and with
+        ``everything`` the rest too (one short block per stream and source)."""
+        assert self._bulk is not None
+        try:
+            with self._db:
+                for (stream, src), held in self._bulk.items():
+                    size = STREAMS[stream].block_records
+                    keys = list(held)
+                    upto = len(keys) if everything else len(keys) - len(keys) % size
+                    for i in range(0, upto, size):
+                        part = keys[i : min(i + size, upto)]
+                        self._put_block(stream, src, [held[k] for k in part], part)
+                    for k in keys[:upto]:
+                        del held[k]
+        except sqlite3.OperationalError as err:
+            if self._full(err):
+                raise StoreFullError(f"store {self.path} is full: {err}") from None
+            raise StoreError(f"writing to {self.path} failed: {err}") from None
+
+    def _not_staged(self, stream: str, keys: list[str]) -> list[str]:
+        staged: set[str] = set()
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            sql = (
+                f"SELECT key FROM staged WHERE stream = ? AND key IN ({','.join('?' * len(part))})"
+            )
+            staged.update(k for (k,) in self._db.execute(sql, [stream, *part]))
+        return [k for k in keys if k not in staged]
 
     def _staged_any(self, stream: str, keys: list[str]) -> bool:
         for i in range(0, len(keys), 500):

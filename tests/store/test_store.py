@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,31 @@ def test_a_source_that_went_quiet_is_compacted(
         assert got == sorted(["r0", "r1"] + [f"r{i}" for i in range(5)])
         again = db.write(prepared[:5], source="triton.log.1")  # a replay after compaction
         assert again.inserted == 0 and again.duplicates == 5
+
+
+def test_bulk_writes_blocks_only_and_stays_idempotent(tmp_path: Path) -> None:
+    """A bundle's ingest writes inside ``bulk``: its many small parts go straight into
+    blocks (no ``staged`` row, nothing to compact); a replay inside or after, and records an
+    earlier writer staged, are still duplicates; a record SQLite cannot hold costs itself."""
+    prepared = [ev.RequestPrepared(header(i), f"r{i}", "router", 1, 1, 0) for i in range(10)]
+    with Store(tmp_path / "s.db") as db:
+        db.write(prepared[:3], source="triton.log")  # staged by a live writer
+        with db.bulk():
+            first = db.write(prepared[:6], source="triton.log")
+            inside = db.write(prepared[4:8], source="triton.log")
+            forged = replace(prepared[9], header=header(9, 2**63))
+            mixed = db.write([forged, prepared[8], *some_events()[3:]], source="triton.log")
+            assert db.count("log_records") == 3, "held, not stored, until the bulk ends"
+        assert (first.inserted, first.duplicates) == (3, 3)
+        assert (inside.inserted, inside.duplicates) == (2, 2)
+        assert (mixed.inserted, mixed.rejected) == (6, 1)
+        rows = db._db.execute("SELECT count(*) FROM staged WHERE source = ''").fetchone()
+        assert rows[0] == 0, "the bulk's metrics, stats and spans went straight into blocks"
+        assert db.count("log_records") == 9
+        assert sorted(r.request_id for r in db.log_records(kinds=["RequestPrepared"])) == [
+            f"r{i}" for i in range(9)
+        ]
+        assert next(db.otlp_spans()).name == "bls router->detector"
+        with db.bulk():
+            again = db.write([*prepared[:9], *some_events()[3:]], source="triton.log")
+        assert (again.inserted, again.duplicates) == (0, 14)
