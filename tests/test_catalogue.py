@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from observability.catalogue import (
     CATALOGUE,
@@ -21,13 +20,14 @@ from observability.catalogue import (
 from observability.demo.scenario import DEMO_STEPS
 from observability.detectors.registry import DETECTORS, default_detectors
 from observability.findings import KINDS as FINDING_KINDS
+from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[1]
 ALERTS = ROOT / "dashboards" / "alerts"
 
 
 def _rules(rule_file: str) -> dict[str, dict[str, Any]]:
-    data = yaml.safe_load((ALERTS / rule_file).read_text())
+    data = yamlfast.load((ALERTS / rule_file).read_text())
     return {
         rule["alert"]: rule
         for group in data["groups"]

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from dashboards.grafana import build_all
+from tests import yamlfast
 
 __all__ = [
     "ALERTS_DIR",
@@ -81,7 +82,7 @@ def scaled_rules(out: Path, scale: float) -> dict[str, float]:
     out.mkdir(parents=True, exist_ok=True)
     fors: dict[str, float] = {}
     for path in sorted(ALERTS_DIR.glob("*.rules.yml")):
-        doc = yaml.safe_load(path.read_text())
+        doc = yamlfast.load(path.read_text())
         for group in doc["groups"]:
             for rule in group["rules"]:
                 seconds = _parse_duration(rule.get("for", "0s")) * scale

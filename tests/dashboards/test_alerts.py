@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
+
+from tests import yamlfast
 
 ALERTS = Path(__file__).resolve().parents[2] / "dashboards" / "alerts"
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +29,7 @@ needs_promtool = pytest.mark.skipif(
 def _rules(path: Path) -> list[dict]:
     """The alerting rules of a file (recording rules are tested with promql_expr_test)."""
     return [
-        r for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"] if "alert" in r
+        r for g in yamlfast.load(path.read_text())["groups"] for r in g["rules"] if "alert" in r
     ]
 
 
@@ -42,7 +43,7 @@ def test_rule_files_exist() -> None:
 def test_every_rule_file_has_a_test_file_covering_each_alert(rules: Path) -> None:
     tests = rules.with_name(rules.name.replace(".rules.yml", ".test.yml"))
     assert tests.exists(), f"{rules.name} has no {tests.name} beside it"
-    doc = yaml.safe_load(tests.read_text())
+    doc = yamlfast.load(tests.read_text())
     assert doc["rule_files"] == [rules.name]
     firing: set[str] = set()
     silent: set[str] = set()
@@ -100,7 +101,7 @@ def test_amtool_check_config_and_inhibitions_stay_per_pod() -> None:
     config = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
     run = subprocess.run([AMTOOL, "check-config", str(config)], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-    doc = yaml.safe_load(config.read_text())
+    doc = yamlfast.load(config.read_text())
     down = next(
         r for r in doc["inhibit_rules"] if 'alertname="TritonTargetDown"' in r["source_matchers"]
     )

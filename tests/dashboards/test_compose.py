@@ -15,10 +15,11 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
+
+from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
+COMPOSE = yamlfast.load((ROOT / "compose.yaml").read_text())
 SERVICES: dict[str, dict] = COMPOSE["services"]
 SCHEMA = json.loads((Path(__file__).with_name("compose-spec.json")).read_text())
 
@@ -107,20 +108,20 @@ def test_triton_runs_on_gpu_with_verbose_log_and_opentelemetry_traces() -> None:
 
 
 def test_provisioned_files_point_at_what_is_mounted() -> None:
-    prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    prom = yamlfast.load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     assert {j["job_name"] for j in prom["scrape_configs"]} == {"triton", "triton-obs"}
     assert prom["rule_files"] == ["/etc/prometheus/rules/*.rules.yml"]
     assert any(
         v.startswith("./dashboards/alerts:/etc/prometheus/rules")
         for v in SERVICES["prometheus"]["volumes"]
     )
-    providers = yaml.safe_load(
+    providers = yamlfast.load(
         (ROOT / "deploy/grafana/provisioning/dashboards/dashboards.yml").read_text()
     )["providers"]
     mounted = {v.split(":")[1]: v.split(":")[0] for v in SERVICES["grafana"]["volumes"]}
     source = mounted[providers[0]["options"]["path"]]
     assert list((ROOT / source).glob("*.json")), source
-    sources = yaml.safe_load(
+    sources = yamlfast.load(
         (ROOT / "deploy/grafana/provisioning/datasources/datasources.yml").read_text()
     )["datasources"]
     assert {d["uid"] for d in sources} == {"prometheus", "tempo"}

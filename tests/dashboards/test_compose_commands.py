@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from observability.lab import TritonLab
+from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES: dict[str, dict] = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]
+SERVICES: dict[str, dict] = yamlfast.load((ROOT / "compose.yaml").read_text())["services"]
 BINARIES = {"prometheus": "prometheus", "alertmanager": "prometheus-alertmanager"}
 """Debian's names of the stack's programs."""
 
@@ -120,7 +120,7 @@ def test_prometheus_runs_with_the_stacks_config_and_rules(tmp_path: Path, runnin
     deadline = time.monotonic() + 20  # the rule manager starts just after the ready flag
     while not loaded and time.monotonic() < deadline:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/rules", timeout=5) as r:
-            groups = yaml.safe_load(r.read())["data"]["groups"]
+            groups = yamlfast.load(r.read())["data"]["groups"]
         loaded = {rule["name"] for g in groups for rule in g["rules"]}
         time.sleep(0.5)
     assert {"TritonTargetDown", "TritonHungRequests", "TritonObsCollectorDown"} <= loaded

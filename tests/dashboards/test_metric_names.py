@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dashboards.grafana import build_all
+from tests import yamlfast
 from tests.dashboards.known_metrics import known_names, triton_names, watch_names
 from tests.dashboards.promql_names import metric_names
 
@@ -37,7 +37,7 @@ def dashboard_exprs() -> Iterator[tuple[str, str]]:
 
 def rule_exprs() -> Iterator[tuple[str, str]]:
     for path in sorted(ALERTS.glob("*.rules.yml")):
-        for group in yaml.safe_load(path.read_text())["groups"]:
+        for group in yamlfast.load(path.read_text())["groups"]:
             for rule in group["rules"]:
                 yield f"{path.name}: {rule.get('alert') or rule['record']}", rule["expr"]
 

@@ -25,23 +25,23 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from dashboards import kubernetes as k8s
+from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "kubernetes"
 CRDS = Path(__file__).with_name("crds")
 # The oldest Kubernetes the manifests claim, and the newest the package knows.
 KUBERNETES = ["1.29.0", kubernetes_validate.latest_version()]
-COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]
+COMPOSE = yamlfast.load((ROOT / "compose.yaml").read_text())["services"]
 
 Obj = dict[str, Any]
 
 
 def _load(name: str) -> list[Obj]:
-    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+    return [d for d in yamlfast.load_all((DEPLOY / name).read_text()) if d]
 
 
 FILES = sorted(str(p.relative_to(DEPLOY)) for p in DEPLOY.rglob("*.yaml"))
@@ -114,7 +114,7 @@ def test_mounted_in_the_main_cli() -> None:
 def test_release_label_follows_the_option() -> None:
     files = k8s.render_all(release="prom")
     for name in ("base/podmonitors.yaml", "base/prometheusrules.yaml"):
-        for obj in yaml.safe_load_all(files[name]):
+        for obj in yamlfast.load_all(files[name]):
             if obj:
                 assert obj["metadata"]["labels"]["release"] == "prom"
 
@@ -211,7 +211,7 @@ def test_kustomize_builds_valid_objects(overlay: str) -> None:
     if out.returncode != 0 and "unknown command" in out.stderr:
         pytest.skip(f"this kubectl has no kustomize: {out.stderr.strip()[:200]}")
     assert out.returncode == 0, out.stderr
-    built = [d for d in yaml.safe_load_all(out.stdout) if d]
+    built = [d for d in yamlfast.load_all(out.stdout) if d]
     for obj in built:
         _validate(obj, KUBERNETES[0])
         if overlay != "base":
@@ -301,7 +301,7 @@ def test_prometheus_rules_equal_the_rule_files() -> None:
     files = sorted((ROOT / "dashboards" / "alerts").glob("*.rules.yml"))
     assert set(rules) == {f"dashboards/alerts/{p.name}" for p in files}
     for path in files:
-        source = yaml.safe_load(path.read_text())["groups"]
+        source = yamlfast.load(path.read_text())["groups"]
         assert rules[f"dashboards/alerts/{path.name}"]["spec"]["groups"] == source, path.name
 
 
@@ -319,8 +319,8 @@ def test_dashboard_config_maps_equal_the_dashboards_json() -> None:
 
 def test_collector_config_is_composes_with_tempo_in_the_cluster() -> None:
     (config_map,) = [o for o in _kinds("ConfigMap") if o["metadata"]["name"] == "otel-collector"]
-    config = yaml.safe_load(config_map["data"]["config.yaml"])
-    source = yaml.safe_load((ROOT / "deploy" / "otel-collector" / "config.yaml").read_text())
+    config = yamlfast.load(config_map["data"]["config.yaml"])
+    source = yamlfast.load((ROOT / "deploy" / "otel-collector" / "config.yaml").read_text())
     assert config["exporters"]["otlp/tempo"].pop("endpoint") == k8s.TEMPO_OTLP
     source["exporters"]["otlp/tempo"].pop("endpoint")
     assert config == source
@@ -462,7 +462,7 @@ def test_daemonset_follows_the_triton_containers_logs_of_its_node(tmp_path: Path
 
 def test_triton_container_option_changes_the_glob() -> None:
     files = k8s.render_all(triton_container="triton-inference-server")
-    (daemonset,) = [d for d in yaml.safe_load_all(files["daemonset/watch.yaml"]) if d]
+    (daemonset,) = [d for d in yamlfast.load_all(files["daemonset/watch.yaml"]) if d]
     (container,) = daemonset["spec"]["template"]["spec"]["containers"]
     assert "--pod-logs=/var/log/pods/*_*_*/triton-inference-server/*.log" in container["args"]
     result = CliRunner().invoke(k8s.app, ["render", "--check", "--triton-container", "a_b"])
@@ -574,7 +574,7 @@ def test_documented_targets_overlay_builds() -> None:
     blocks = re.findall(r"```yaml\n(.*?)```", docs, re.S)
     (kustomization,) = [b for b in blocks if "triton-obs-watch-targets" in b and "patches" in b]
     (targets,) = [b for b in blocks if b.lstrip().startswith("targets:")]
-    overlay = yaml.safe_load(kustomization)
+    overlay = yamlfast.load(kustomization)
     assert overlay["configMapGenerator"][0]["name"] == "triton-obs-watch-targets"
     from observability.fleet import load_targets
 
@@ -596,7 +596,7 @@ def test_documented_targets_overlay_builds() -> None:
     if out.returncode != 0 and "unknown command" in out.stderr:
         pytest.skip(f"this kubectl has no kustomize: {out.stderr.strip()[:200]}")
     assert out.returncode == 0, out.stderr
-    built = [d for d in yaml.safe_load_all(out.stdout) if d]
+    built = [d for d in yamlfast.load_all(out.stdout) if d]
     (config_map,) = [
         o for o in built
         if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("triton-obs-watch-targets")

@@ -23,10 +23,11 @@ import pytest
 import yaml
 
 from observability.netaddr import is_loopback
+from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_TEXT = (ROOT / "compose.yaml").read_text()
-SERVICES: dict[str, dict[str, Any]] = yaml.safe_load(COMPOSE_TEXT)["services"]
+SERVICES: dict[str, dict[str, Any]] = yamlfast.load(COMPOSE_TEXT)["services"]
 NAMESPACE = "tritonserver"
 """The service whose network namespace the loopback-only listeners share."""
 
@@ -126,11 +127,11 @@ def test_loopback_listeners_share_one_namespace_with_their_clients() -> None:
     for name in ("prometheus", "alertmanager", "grafana", "triton-obs"):
         assert SERVICES[name].get("network_mode") == f"service:{NAMESPACE}", name
         assert "ports" not in SERVICES[name], f"{name}: publish on {NAMESPACE} instead"
-    prom = yaml.safe_load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
+    prom = yamlfast.load((ROOT / "deploy/prometheus/prometheus.yml").read_text())
     jobs = prom["scrape_configs"] + prom["alerting"]["alertmanagers"]
     targets = [t for job in jobs for c in job["static_configs"] for t in c["targets"]]
     assert all(t.startswith("127.0.0.1:") for t in targets), targets
-    sources = yaml.safe_load(
+    sources = yamlfast.load(
         (ROOT / "deploy/grafana/provisioning/datasources/datasources.yml").read_text()
     )["datasources"]
     prometheus = next(d for d in sources if d["type"] == "prometheus")
@@ -197,7 +198,7 @@ def credentials_in(text: str, name: str) -> list[str]:
             for i, item in enumerate(value):
                 walk(item, f"{where}[{i}]")
 
-    for index, document in enumerate(yaml.safe_load_all(text)):
+    for index, document in enumerate(yamlfast.load_all(text)):
         if (
             isinstance(document, dict)
             and document.get("kind") == "Secret"
@@ -216,7 +217,7 @@ def test_deploy_files_hold_no_credentials(path: str) -> None:
     text = (ROOT / path).read_text()
     assert credentials_in(text, path) == []
     if path.endswith((".yml", ".yaml")):
-        assert [d for d in yaml.safe_load_all(text) if d is not None], f"{path}: no document read"
+        assert [d for d in yamlfast.load_all(text) if d is not None], f"{path}: no document read"
 
 
 def test_the_credential_check_reads_every_document() -> None:
