@@ -12,6 +12,7 @@ from observability.detectors.registry import default_detectors
 from observability.findings import Finding
 from observability.store import Store
 from tests.detectors.recording import RecordedRun
+from tests.judged import judged
 
 
 def window_of(run: RecordedRun) -> Window:
@@ -46,8 +47,13 @@ def findings_at_end(run: RecordedRun) -> tuple[Finding, ...]:
 
 @functools.cache
 def _findings(store: Path, since_ns: int, until_ns: int, offset: int) -> tuple[Finding, ...]:
+    """Kept on disk until the package or the store changes (tests/judged.py)."""
     window = _window(store, since_ns, until_ns, offset)
-    return tuple(run_detectors(default_detectors(), window))
+    return judged(
+        f"findings-at-end-{store.parent.name}-{since_ns}-{until_ns}-{offset}",
+        [store],
+        lambda: tuple(run_detectors(default_detectors(), window)),
+    )
 
 
 @pytest.fixture(scope="session")

@@ -15,12 +15,14 @@ from observability.store import Store
 from tests.detectors.conftest import findings_at_end
 from tests.detectors.recording import RecordedRun
 from tests.fixtures.recordings import session_recording
+from tests.judged import judged
 
 
 @functools.cache
 def _analysed(bundle: Path) -> AnalysisResult:
-    """``analyze`` of a checked-in recording's bundle, once per process."""
-    return analyze_bundle(bundle)
+    """``analyze`` of a checked-in recording's bundle, once per package change
+    (tests/judged.py)."""
+    return judged(f"analyze-{bundle.parent.name}", [bundle], lambda: analyze_bundle(bundle))
 
 
 def _keys(findings) -> set[tuple[str, str, str | None]]:

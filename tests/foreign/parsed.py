@@ -7,10 +7,8 @@ code ``analyze`` runs after parsing. The events are kept in ``.test-cache/foreig
 key of the archive's bytes and every source that decides what parsing gives (the recordings'
 ``INGEST_SOURCES`` and ``observability/analyze.py``), so a parser change parses again.
 
-What ``analyze`` reports is kept too, under a key of the archive and every source of the
-package (``observability/`` and ``collectors/``): twenty-odd test modules read the analyses of
-250-odd recordings, a quarter of the quick suite's CPU. Any change to a detector, the window or
-a parser is a new key, so the analysis runs again; a test run with no source change reads it.
+What ``analyze`` reports, and what the detectors find in the log alone, are kept by
+:func:`tests.judged.judged`, under a key of the archive and every source of the package.
 """
 
 from __future__ import annotations
@@ -43,6 +41,7 @@ from observability.detectors.registry import default_detectors
 from observability.detectors.window import Window
 from observability.findings import Finding
 from tests.fixtures.recordings import REPO, ingest_fingerprint
+from tests.judged import judged, keep
 
 __all__ = ["analysis", "log_findings", "log_window", "parsed"]
 
@@ -55,19 +54,6 @@ def _cache_root() -> Path:
 
 _FORMAT = b"events-by-init-1"
 """The cached pickle's form (:class:`_EventPickler`): a new form is a new key."""
-_ANALYSIS_FORMAT = b"analysis-1"
-
-
-@cache
-def _package_fingerprint() -> bytes:
-    """Every source of the package, by path and bytes: what an analysis may depend on."""
-    digest = hashlib.sha256()
-    for top in ("observability", "collectors"):
-        for path in sorted((REPO / top).rglob("*")):
-            if path.suffix in (".py", ".c") and "__pycache__" not in path.parts:
-                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
-                digest.update(path.read_bytes() + b"\0")
-    return digest.digest()
 
 
 def _key(archive: Path) -> str:
@@ -127,36 +113,18 @@ def parsed(name: str) -> ParsedBundle:
             return pickle.load(fh)  # type: ignore[no-any-return]
     with _open(archive) as bundle:
         result = parse_bundle(bundle)
-    _keep(path, _dumps(result), rf"{re.escape(name)}-[0-9a-f]{{20}}\.pickle")
+    keep(path, _dumps(result), rf"{re.escape(name)}-[0-9a-f]{{20}}\.pickle")
     return result
-
-
-def _keep(path: Path, data: bytes, pattern: str) -> None:
-    """Write ``path`` whole, and remove the older keys' files of the same name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)  # a reader never sees half a file; two writers, the same bytes
-    for stale in path.parent.glob("*.pickle"):
-        if re.fullmatch(pattern, stale.name) and stale != path:
-            stale.unlink(missing_ok=True)
 
 
 @cache
 def analysis(name: str) -> AnalysisResult:
-    """What ``triton-obs analyze`` reports on scenario ``name``'s bundle, from the cache when
-    neither the archive nor any source of the package changed since it was made."""
-    archive = FIXTURES / name / "bundle.tar.gz"
-    digest = hashlib.sha256(_package_fingerprint() + _ANALYSIS_FORMAT)
-    digest.update(archive.read_bytes())
-    path = _cache_root() / f"{name}-analysis-{digest.hexdigest()[:20]}.pickle"
-    if path.exists():
-        with path.open("rb") as fh:
-            return pickle.load(fh)  # type: ignore[no-any-return]
-    result = analyze_events(parsed(name))
-    _keep(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL),
-          rf"{re.escape(name)}-analysis-[0-9a-f]{{20}}\.pickle")  # fmt: skip
-    return result
+    """What ``triton-obs analyze`` reports on scenario ``name``'s bundle."""
+    return judged(f"{name}-analysis", [_archive(name)], lambda: analyze_events(parsed(name)))
+
+
+def _archive(name: str) -> Path:
+    return FIXTURES / name / "bundle.tar.gz"
 
 
 def window(name: str) -> Window:
@@ -185,4 +153,8 @@ def log_window(name: str) -> Window:
 @cache
 def log_findings(name: str) -> list[Finding]:
     """What every detector finds in scenario ``name``'s log alone (:func:`log_window`)."""
-    return run_detectors(default_detectors(), log_window(name))
+    return judged(
+        f"{name}-log-findings",
+        [_archive(name)],
+        lambda: run_detectors(default_detectors(), log_window(name)),
+    )
