@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from observability import events as ev
-from observability.store.codec import kind_of
 
 __all__ = [
     "LOG",
@@ -195,6 +194,9 @@ class Stream:
     record was stored instead."""
     block_records: int = 8192
     """A source's staged records are compacted into a block once there are this many."""
+    per_record_source: bool = False
+    """Whether ``source`` depends on the record (a scrape's target), not only on the batch's
+    source: a batch of one stream whose source does not is keyed without a lookup a record."""
 
 
 def _log_offset(e: Any) -> int:
@@ -205,6 +207,12 @@ def _log_offset(e: Any) -> int:
 def _log_at(e: Any) -> int:
     header = getattr(e, "header", None)
     return int(header.at_ns if header is not None else e.at_ns)
+
+
+def _log_key(e: Any, source: str) -> str:
+    header = getattr(e, "header", None)
+    offset = header.offset if header is not None else e.offset
+    return f"{source}|{offset}|{type(e).__name__}"  # type name: codec.kind_of
 
 
 def _trace_start(e: ev.TraceSpan) -> int:
@@ -219,12 +227,13 @@ def _per_target(name: str, block_records: int) -> Stream:
         at_ns=lambda e: e.at_ns,
         source=lambda e, _s: e.target,
         block_records=block_records,
+        per_record_source=True,
     )
 
 
 LOG = Stream(
     "log",
-    key=lambda e, source: f"{source}|{_log_offset(e)}|{kind_of(e)}",
+    key=_log_key,
     at_ns=_log_at,
     source=lambda _e, source: source,
 )

@@ -7,6 +7,7 @@ methods. Writes are batched in one transaction and idempotent by each record's n
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -216,19 +217,21 @@ class Store:
         Records are grouped by stream and source; a record whose key a block or the staging
         table holds already is a duplicate. A group of at least a block's worth goes straight
         into blocks, the rest into ``staged``."""
-        groups: dict[tuple[str, str], dict[str, tuple[int, object]]] = {}
         ignored = duplicates = 0
-        for event in events:
-            stream = ROUTES.get(type(event))
-            if stream is None:
-                ignored += 1
-                continue
-            group = groups.setdefault((stream.name, stream.source(event, source)), {})
-            key = stream.key(event, source)
-            if key in group:
-                duplicates += 1
-            else:
-                group[key] = (stream.at_ns(event), event)
+        groups = self._one_stream(events, source)
+        if groups is None:
+            groups = {}
+            for event in events:
+                stream = ROUTES.get(type(event))
+                if stream is None:
+                    ignored += 1
+                    continue
+                group = groups.setdefault((stream.name, stream.source(event, source)), {})
+                key = stream.key(event, source)
+                if key in group:
+                    duplicates += 1
+                else:
+                    group[key] = (stream.at_ns(event), event)
         if self._bulk is not None:
             _bindable(groups)
         inserted = 0
@@ -263,6 +266,26 @@ class Store:
             if added:
                 self._staged_last[(name, src)] = time.monotonic()
         return inserted, duplicates, ignored
+
+    @staticmethod
+    def _one_stream(
+        events: list[object], source: str
+    ) -> dict[tuple[str, str], dict[str, tuple[int, object]]] | None:
+        """The batch by stream and source, keyed, when it is one stream of one source with no
+        key twice (a log's batch: the usual case, made by list passes instead of a dict
+        lookup per record); None otherwise."""
+        kinds = set(map(type, events))
+        streams = {ROUTES.get(t) for t in kinds}
+        if len(streams) != 1:
+            return None
+        (stream,) = streams
+        if stream is None or stream.per_record_source:
+            return None
+        keys = list(map(stream.key, events, itertools.repeat(source)))
+        group = dict(zip(keys, zip(map(stream.at_ns, events), events, strict=True), strict=True))
+        if len(group) != len(keys):
+            return None  # a key twice: the record-by-record path keeps the first
+        return {(stream.name, stream.source(events[0], source)): group}
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
@@ -306,6 +329,8 @@ class Store:
             with self._db:
                 for (stream, src), held in self._bulk.items():
                     size = STREAMS[stream].block_records
+                    if not held or (len(held) < size and not everything):
+                        continue  # after every write: only a full block's worth is written
                     keys = list(held)
                     upto = len(keys) if everything else len(keys) - len(keys) % size
                     for i in range(0, upto, size):

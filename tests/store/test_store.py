@@ -276,3 +276,15 @@ def test_bulk_writes_blocks_only_and_stays_idempotent(tmp_path: Path) -> None:
         with db.bulk():
             again = db.write([*prepared[:9], *some_events()[3:]], source="triton.log")
         assert (again.inserted, again.duplicates) == (0, 14)
+
+
+def test_a_record_twice_in_one_batch_is_stored_once(tmp_path: Path) -> None:
+    """A batch of one stream is keyed by list passes; a key twice in it takes the record by
+    record path, which keeps the first."""
+    prepared = [ev.RequestPrepared(header(i), f"r{i}", "router", 1, 1, 0) for i in range(3)]
+    twice = [prepared[0], prepared[1], replace(prepared[0], request_id="again")]
+    with Store(tmp_path / "s.db") as db:
+        result = db.write(twice, source="triton.log")
+        assert (result.inserted, result.duplicates) == (2, 1)
+        got = sorted(r.request_id for r in db.log_records(kinds=["RequestPrepared"]))
+        assert got == ["r0", "r1"]
