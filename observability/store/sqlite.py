@@ -289,12 +289,12 @@ class Store:
 
     @contextmanager
     def bulk(self) -> Iterator[None]:
-        """Write whole blocks only, never ``staged``, for as long as the block lasts: for a
-        writer that has everything at hand (a bundle's ingest), where staging every small
-        part (a trace file, a scrape) as JSON rows only to compact them at the end was most
-        of the ingest. What :meth:`write` accepts inside is held in memory (a block's worth
-        per stream and source at most) and stored when the block ends, so it is acknowledged
-        then, not before: a writer killed inside loses what it wrote there, and runs again."""
+        """Write whole blocks only, never ``staged``, inside the ``with``: for a writer that
+        has everything at hand (a bundle's ingest), where staging every small part (a trace
+        file, a scrape) as JSON rows only to compact them at the end was most of the ingest.
+        What :meth:`write` accepts inside is held in memory (a block's worth per stream and
+        source at most) and stored by the end of the ``with``, so it is acknowledged then,
+        not before: a writer killed inside loses what it wrote there, and runs again."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
         if self._bulk is not None:
@@ -325,6 +325,7 @@ class Store:
         """Store the held records as blocks: every whole block's worth, and with
         ``everything`` the rest too (one short block per stream and source)."""
         assert self._bulk is not None
+        written: list[tuple[dict[str, tuple[int, object, str]], list[str]]] = []
         try:
             with self._db:
                 for (stream, src), held in self._bulk.items():
@@ -336,12 +337,14 @@ class Store:
                     for i in range(0, upto, size):
                         part = keys[i : min(i + size, upto)]
                         self._put_block(stream, src, [held[k] for k in part], part)
-                    for k in keys[:upto]:
-                        del held[k]
+                    written.append((held, keys[:upto]))
         except sqlite3.OperationalError as err:
             if self._full(err):
                 raise StoreFullError(f"store {self.path} is full: {err}") from None
             raise StoreError(f"writing to {self.path} failed: {err}") from None
+        for held, keys in written:  # committed: a failed transaction left them all held
+            for k in keys:
+                del held[k]
 
     def _not_staged(self, stream: str, keys: list[str]) -> list[str]:
         staged: set[str] = set()

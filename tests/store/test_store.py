@@ -3,6 +3,7 @@ retention, migrations and a full disk."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -288,3 +289,27 @@ def test_a_record_twice_in_one_batch_is_stored_once(tmp_path: Path) -> None:
         assert (result.inserted, result.duplicates) == (2, 1)
         got = sorted(r.request_id for r in db.log_records(kinds=["RequestPrepared"]))
         assert got == ["r0", "r1"]
+
+
+def test_a_full_disk_in_bulk_keeps_what_it_holds(tmp_path: Path) -> None:
+    """A block that meets a full disk inside ``bulk`` is a typed error and its records stay
+    held: written once room returns, none lost, none twice."""
+    import observability.store.schema as schema
+
+    big = [ev.StubOutput(H.at_ns + i, 10_000 + i, os.urandom(2000).hex()) for i in range(40)]
+    with Store(tmp_path / "s.db") as db:
+        pages = db._db.execute("PRAGMA page_count").fetchone()[0]
+        db._db.execute(f"PRAGMA max_page_count={pages + 2}")
+        with db.bulk():
+            first = db.write(big[:20], source="f")
+            assert first.inserted == 20
+            stream = schema.STREAMS["log"]
+            try:
+                object.__setattr__(stream, "block_records", 16)  # a block's worth now
+                with pytest.raises(StoreFullError):
+                    db.write(big[20:], source="f")
+            finally:
+                object.__setattr__(stream, "block_records", 8192)
+            db._db.execute("PRAGMA max_page_count=1073741823")
+        assert db.count("log_records") == 40
+        assert sorted(r.offset for r in db.log_records()) == [10_000 + i for i in range(40)]
