@@ -238,7 +238,8 @@ CATALOGUE: tuple[Pathology, ...] = (
             (
                 "partly",
                 "from the library's executor-wait metrics, or from instance lifecycles "
-                "when the parent runs alone while it fans out",
+                "when the parent runs alone while it fans out (or in step with its "
+                "model's other batches)",
             ),
             ("partly", "only from the library's executor-wait metrics"),
             ("partly", "from the waves of BLS child arrivals in the verbose log"),

@@ -27,7 +27,11 @@ request to a model that the parent's model calls (``waits.callees``), admitted w
 of the parent's model runs and no other batch of a calling model does, is that batch's call
 (with several open, nothing says whose it is, and it is not counted: a fan-out is still seen
 while its parent runs alone, as a long fan-out mostly does). The waves show the same way in
-the children's admission times.
+the children's admission times. Batches of the parent's model that run *together* (started
+and ended within a tenth of the shorter one's time, as when its clients fall in step: every
+call of ``pz_pool_exhausted`` was made while both orchestrator instances ran, 0.15 ms apart)
+are read as one: their calls arrive in waves of the pools' sizes added up, and each parent's
+share is that divided by how many ran together.
 Sequential code (one call at a time) and small fan-outs are never flagged.
 """
 
@@ -95,6 +99,9 @@ class FanOut:
     by_order: bool = False
     """Waves read from the log's order, not its times (whole-second times): the waits are
     not measured."""
+    together: tuple[str, ...] = ()
+    """Without ids, the instances of parents that ran together and whose calls were read as
+    one (``children``, ``plateau`` and ``peak`` are then each parent's share)."""
 
 
 def _lifecycles(window: Window) -> tuple[dict[str, _Life], dict[str, str]]:
@@ -248,6 +255,21 @@ class _Spans:
         return out
 
 
+_TOGETHER = 0.1
+"""Batches started and ended within this share of the shorter one's time ran together."""
+
+
+def _together(batches: list[Execution]) -> bool:
+    """Whether these batches of one model ran in step (see the module docstring)."""
+    if len({e.model for e in batches}) != 1 or any(e.end_ns is None for e in batches):
+        return False
+    starts = [e.start_ns for e in batches]
+    ends = [int(e.end_ns or 0) for e in batches]
+    shortest = min(end - start for start, end in zip(starts, ends, strict=True))
+    allowed = _TOGETHER * shortest
+    return max(starts) - min(starts) <= allowed and max(ends) - min(ends) <= allowed
+
+
 def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[FanOut]:
     """``fan_outs`` for parents and children without request ids (module docstring)."""
     inst = instances_of(window)
@@ -259,7 +281,7 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
     parents = sorted((e for e in inst.executions if calls.get(e.model)), key=lambda e: e.start_ns)
     admitted = [r for e in inst.executions for r in e.requests]
     admitted += [r for queue in inst.queued.values() for r in queue]
-    kids: dict[int, list[Admitted]] = defaultdict(list)
+    kids: dict[tuple[int, ...], list[Admitted]] = defaultdict(list)
     span = _Spans(parents)
     origin = origins_of(window)
     for r in admitted:
@@ -268,13 +290,16 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
         if inst.instanceless and origin.get((r.prepared_ns, r.offset)) == STEP:
             continue  # an ensemble's step, sent by its scheduler (gen_postprocessing_leak)
         open_ = span.open_at(r.prepared_ns, callers[r.model])
-        if len(open_) == 1:  # with several open, nothing says whose call it is
-            kids[id(open_[0])].append(r)
+        if len(open_) == 1:
+            kids[(id(open_[0]),)].append(r)
+        elif _together(open_):  # several open: only parents in step share their calls
+            kids[tuple(sorted(map(id, open_)))].append(r)
     by_id = {id(e): e for e in parents}
     out = []
     for key, children in kids.items():
-        parent = by_id[key]
-        if len(children) < min_children:
+        group = sorted((by_id[i] for i in key), key=lambda e: e.start_ns)
+        parent, k = group[0], len(group)
+        if len(children) < min_children * k:
             continue
         created = sorted(r.prepared_ns for r in children)
         ended = [
@@ -297,18 +322,21 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
             FanOut(
                 parent_id="",
                 parent_model=parent.model,
-                child_models=tuple(Counter(r.model for r in children).most_common()),
-                children=len(children),
+                child_models=tuple(
+                    (m, n // k) for m, n in Counter(r.model for r in children).most_common()
+                ),
+                children=len(children) // k,
                 started_ns=parent.start_ns,
-                plateau=plateau,
+                plateau=round(plateau / k),
                 waves=len(sizes),
-                peak=peak,
+                peak=peak // k,
                 first_wait_s=max(0.0, (created[0] - parent.start_ns) / 1e9),
                 last_wait_s=max(0.0, (created[-1] - parent.start_ns) / 1e9),
                 last_child_ns=created[-1],
                 offset=parent.offset,
                 instance=parent.instance,
                 by_order=by_order,
+                together=tuple(e.instance for e in group) if k > 1 else (),
             )
         )
     return out
@@ -390,7 +418,15 @@ class ThreadPoolExhaustion:
             )
         children = ", ".join(f"'{m}' x{n}" for m, n in w.child_models)
         main_child = w.child_models[0][0]
-        who = f"Request {w.parent_id}" if w.parent_id else f"A request (no id) on {w.instance}"
+        if w.parent_id:
+            who = f"Request {w.parent_id}"
+        elif w.together:
+            who = (
+                f"Each of {len(w.together)} requests (no id) running together on "
+                f"{', '.join(w.together)}"
+            )
+        else:
+            who = f"A request (no id) on {w.instance}"
         waited = (
             f"the last calls waited for {w.waves - 1} earlier waves to return (the log's times "
             "are whole seconds, --log-format ISO8601: the waves are read from its order and "
@@ -408,7 +444,13 @@ class ThreadPoolExhaustion:
                 "log",
                 w.started_ns,
                 f"triton.log@{w.offset}",
-                f"parent {w.parent_id or w.instance} ({model}) executing; {w.children} "
+                (
+                    f"parents on {', '.join(w.together)} ({model}) executing together; "
+                    f"{w.children} children each to {children} (no ids: calls admitted while "
+                    "they ran, shared out)"
+                )
+                if w.together
+                else f"parent {w.parent_id or w.instance} ({model}) executing; {w.children} "
                 f"children to {children}"
                 + ("" if w.parent_id else " (no ids: calls admitted while it ran)"),
             ),
@@ -416,8 +458,11 @@ class ThreadPoolExhaustion:
                 "log",
                 w.last_child_ns,
                 f"triton.log request ids {w.parent_id}.*" if w.parent_id else "triton.log",
-                f"children reached Triton in {w.waves} waves of ~{w.plateau} (at most "
-                f"{w.peak} between INITIALIZED and RELEASED at once); first child reached "
+                f"children reached Triton in {w.waves} waves of ~{w.plateau}"
+                + (" per parent" if w.together else "")
+                + f" (at most {w.peak} between INITIALIZED and RELEASED at once"
+                + (" per parent" if w.together else "")
+                + "); first child reached "
                 f"Triton {w.first_wait_s * 1000:.0f} ms after the parent started, the last "
                 f"{w.last_wait_s * 1000:.0f} ms after",
             ),

@@ -1,10 +1,18 @@
-"""thread_pool_exhaustion on the real recordings: router fans 64 calls out to detector."""
+"""thread_pool_exhaustion on the real recordings: router fans 64 calls out to detector; the
+foreign pz pipeline's parents run together."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from observability.detectors import Window
-from observability.detectors.thread_pool_exhaustion import ThreadPoolExhaustion, fan_outs
+from observability.detectors.thread_pool_exhaustion import (
+    ThreadPoolExhaustion,
+    fan_outs,
+    idless_fan_outs,
+)
 from observability.findings import Severity
+from tests.foreign.parsed import window
 
 
 def test_fanout_parent_waits_for_executor_threads(faulty: Window) -> None:
@@ -27,3 +35,24 @@ def test_fanout_arrives_in_waves_of_the_pool_size(faulty: Window) -> None:
 def test_healthy_twin_has_no_exhausted_pool(healthy: Window) -> None:
     findings = ThreadPoolExhaustion().detect(healthy)
     assert [f for f in findings if f.severity.rank >= Severity.WARNING.rank] == []
+
+
+def test_parents_running_together_share_their_calls() -> None:
+    """pz_pool_exhausted: two id-less clients fell in step, so every pz_worker call was made
+    while both pz_orchestrator instances ran (0.15 ms apart). Read as one, their calls came
+    in waves of 4, 2 per parent: each request's 12 calls through its 2-thread pool. With four
+    clients (pz_healthy_busy) batches overlap without running together, and 4 calls a request
+    are one wave: nothing."""
+    found = idless_fan_outs(window("pz_pool_exhausted"), min_children=8)
+    together = [f for f in found if f.together]
+    assert together, "no parents read as running together"
+    assert {frozenset(f.together) for f in together} == {
+        frozenset({"pz_orchestrator_0_0", "pz_orchestrator_0_1"})
+    }
+    assert {f.plateau for f in together} == {2}
+    shares = Counter(f.children for f in together)  # a call at a batch's edge is left out
+    assert shares.most_common(1)[0][0] == 12 and min(shares) >= 10, shares
+    (finding,) = ThreadPoolExhaustion().detect(window("pz_pool_exhausted"))
+    assert "running together" in finding.summary and "about 2 ran at once" in finding.summary
+    for healthy in ("pz_healthy", "pz_healthy_busy"):
+        assert ThreadPoolExhaustion().detect(window(healthy)) == [], healthy

@@ -61,13 +61,6 @@ GAPS: dict[str, str] = {
     "(the cancellation lines follow its READ by its deadline) should leave its count",
     # Round 28 (cx, clients that time out, cancel and retry): see the README, "Round 28".
     # Round 29 (pz, retail search): see the README, "Round 29".
-    "pz_pool_exhausted": "nothing reported. Each pz_orchestrator request's 12 pz_worker calls "
-    "ran 2 per instance at a time through its ThreadPoolExecutor(max_workers=2): 6 waves "
-    "one 21 ms worker batch apart, p50 0.147 s (0.026 s with the healthy 4 calls), while "
-    "pz_worker ran one batch of 4 (of 8) at a time with its other instance idle. "
-    "idless_fan_outs counts a child only while one parent execution is open, and both "
-    "pz_orchestrator instances run together throughout (the two clients are in step), so "
-    "no child is counted (the one-client twin, pz_pool_exhausted_one_client, is found)",
     # Round 30 (zoo, a model zoo with sparse, uneven traffic): see the README, "Round 30".
     # Round 32 (hx, HTTP clients with many requests in flight): see the README, "Round 32".
     # Round 31 (ex, python_backend's own examples as users copy them): all found; see the
