@@ -8,7 +8,8 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/noisy``, ``repos/doc``, ``repos/tts``, ``repos/emb``, ``repos/vid``, ``repos/kws``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
-``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``, ``repos/lz``:
+``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``, ``repos/lz``,
+``repos/rl``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -49,7 +50,10 @@ second, and an operator loading, unloading and reloading models (model control e
 ``Scenario.load_models``). The ``lz`` load (``tests.foreign.lzload``, ``Scenario.lz``) is
 closed-loop gRPC slots without request ids in a process of its own, whose plan changes the
 load once (slots leave, a heavier input mix, or slots sending a request that never returns),
-for ``--log-verbose 0`` windows where only /metrics and /v2/models/stats speak. Each scenario
+for ``--log-verbose 0`` windows where only /metrics and /v2/models/stats speak. The ``rl``
+scenarios run Triton's rate limiter (``--rate-limit=execution_count``, the resource pool's size
+in ``Scenario.server_args``) over a BLS router and its child, both drawing on one global
+resource; their clients are id-less gRPC ones. Each scenario
 leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -153,7 +157,7 @@ class Scenario:
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
     ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
-    ``hx``, ``sw``, ``gs``, ``day`` or ``lz``."""
+    ``hx``, ``sw``, ``gs``, ``day``, ``lz`` or ``rl``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -5835,6 +5839,75 @@ _LZ = (
 SCENARIOS.update({s.name: s for s in _LZ})
 
 
+# The fraud-scoring family (round 37): Triton's rate limiter in a BLS pipeline. Both models'
+# instance groups need one copy of the global resource "score_licence"; the server is started
+# with `--rate-limit=execution_count` and the pool's size. Everything rl-specific lives in
+# this block and in the ``if repo == "rl"`` branches of _inputs and _send.
+
+_RL_PIPELINE = (
+    "the fraud-scoring pipeline (rl_router, python BLS, `async def execute`, 2 instances, "
+    "4 async_exec() calls per request gathered at once to rl_score, python, 8 instances, no "
+    "batching, 50 ms a call; children without ids; both instance groups declare "
+    '`rate_limiter { resources [ { name: "score_licence", global: true, count: 1 } ] }`, '
+    "the server runs `--rate-limit=execution_count`) under id-less gRPC clients calling "
+    "rl_router"
+)
+
+
+def _rl_args(licences: int) -> tuple[str, ...]:
+    """The rate limiter on, with ``licences`` copies of the global resource."""
+    return ("--rate-limit=execution_count", f"--rate-limit-resource=score_licence:{licences}")
+
+
+def _rl_second_client(what: str) -> Injection:
+    """A second client joining 12 s in, sending rl_router requests back to back (10 s
+    timeout) for 25 s."""
+    return Injection(12, 1, {}, 10, what, repeat_s=25)
+
+
+_RL = (
+    Scenario(
+        "rl_healthy",
+        "rl",
+        f"{_RL_PIPELINE}; one client, a second joining 12 s in; 10 score_licence copies (both "
+        "rl_router instances and all 8 rl_score instances can execute at once): the twin of "
+        "rl_resource_deadlock",
+        (),
+        duration_s=40,
+        clients=1,
+        server_args=_rl_args(10),
+        injections=(_rl_second_client("a second client joins (no fault)"),),
+    ),
+    Scenario(
+        "rl_resource_deadlock",
+        "rl",
+        f"{_RL_PIPELINE}; one client, a second joining 12 s in; only 2 score_licence copies: "
+        "with one client, one rl_router execution holds a copy and its rl_score calls run one "
+        "at a time on the other; once the second client's request takes the second rl_router "
+        "instance, both copies are held by routers that wait for their rl_score calls, which "
+        "need a copy to execute: no request is answered again (a rate-limiter deadlock)",
+        (("bls_deadlock", "rl_router"),),
+        duration_s=40,
+        clients=1,
+        server_args=_rl_args(2),
+        injections=(_rl_second_client("a second client joins: both copies held by rl_router"),),
+    ),
+    Scenario(
+        "rl_child_starved_slow",
+        "rl",
+        f"{_RL_PIPELINE}; two clients; 3 score_licence copies: the two busy rl_router "
+        "instances hold two, so rl_score executes one call at a time though it has 8 "
+        "instances, and each request's 4 calls queue behind each other and the other "
+        "router's",
+        (),
+        duration_s=35,
+        clients=2,
+        server_args=_rl_args(3),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _RL})
+
+
 # ------------------------------------------------------------------------------ load
 
 
@@ -5945,6 +6018,8 @@ def _inputs(repo: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"QUERY": rng.integers(1, 30000, size=int(rng.integers(8, 41))).astype(np.int32)}
     if repo == "zoo":  # one text's 8 features, batched [1, 8]
         return {"X": rng.standard_normal((1, 8)).astype(np.float32)}
+    if repo == "rl":  # a transaction's 16 features
+        return {"FEATURES": rng.standard_normal(16).astype(np.float32)}
     if repo == "pz":  # a query's 16 hashed term weights (pz_ensemble gets it as [1, 16])
         return {"QUERY": (rng.standard_normal(16) * 1.5).astype(np.float32)}
     if repo == "sum":  # a document of 50 to 160 token ids (2 to 4 chunks of 40); no batch dim
@@ -6012,6 +6087,8 @@ def _send(
         return _ops_send(client, inputs, params, request_id)
     if repo == "pz":
         return _pz_send(client, inputs, params, request_id)
+    if repo == "rl":
+        return client.infer("rl_router", inputs, request_id, parameters=params or None)  # type: ignore[attr-defined]
     if repo == "zoo":
         return _zoo_send(client, inputs, params)
     if repo == "warm":
@@ -6186,6 +6263,7 @@ _PAUSE_S["pz"] = 0.3  # round 29's family (kept out of the dict above to ease me
 _PAUSE_S["zoo"] = 0.25  # round 30's family
 _PAUSE_S["ex"] = 0.2  # round 31's family
 _PAUSE_S["gs"] = gsload.PAUSE_S  # round 34's family: a top-up of the stream, then a pause
+_PAUSE_S["rl"] = 0.2  # round 37's family
 _PAUSE_S["hx"] = 0.0  # round 32's family: each answer is followed by the next request at once
 
 
@@ -6854,6 +6932,7 @@ _LOAD_TEXT["gs"] = (  # round 34's family
     "each request's outcome decided in the stream callback by the MSG_ID its responses "
     "echo (ok at its final response, timeout after 10 s without it), for the whole window"
 )
+_LOAD_TEXT["rl"] = "an `rl_router` infer of a random FEATURES [16] (FP32)"  # round 37
 _LOAD_TEXT["hx"] = (  # round 32's family
     "an `hx_triage` infer of a random TICKET [1, 32] (FP32)"
 )
