@@ -5913,6 +5913,24 @@ _RL = (
     ),
 )
 SCENARIOS.update({s.name: s for s in _RL})
+SCENARIOS["rl_healthy_quiet"] = replace(
+    SCENARIOS["rl_healthy"],
+    name="rl_healthy_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['rl_healthy'].summary}",
+    log_verbose=0,
+    trace=False,
+)
+SCENARIOS["rl_resource_deadlock_quiet"] = replace(
+    SCENARIOS["rl_resource_deadlock"],
+    name="rl_resource_deadlock_quiet",
+    summary=f"`--log-verbose 0`, no trace files: {SCENARIOS['rl_resource_deadlock'].summary}",
+    expected=(("model_stalled", "rl_router"),),
+    log_verbose=0,
+    trace=False,
+    note="Without the verbose log the cycle cannot be read (no executing, released or "
+    "state line); what is left is the stall of the client-facing model, as in the other "
+    "families' hangs at level 0: model_stalled on rl_router.",
+)
 
 
 # ------------------------------------------------------------------------------ load
