@@ -101,6 +101,25 @@ GAPS: dict[str, str] = {
     "of the window: capacity.py needs requests queued at every scrape (a model busy at its "
     "limit), so a hang under a light load, which leaves the queue empty, is not seen; with "
     "one completion per client answer a fall in completions is then the clients' own rate",
+    # Round 37 (rl, Triton's rate limiter over a BLS router and its child): see the README.
+    "rl_resource_deadlock": "only hung_request critical rl_router ('2 of 2 known "
+    "instance(s) of rl_router have been executing one batch past its 2.13 s deadline ... no "
+    "BLS call of it has been open for more than 0.5 s: its execute is stuck'). The server "
+    "ran --rate-limit=execution_count with 2 copies of the global resource score_licence "
+    '(options table \'rate_limit_resource[0] {"name":"score_licence", "count":2 '
+    "\"device\":-1}', rate_limiter.cc:999 'Max Resource Map===> Device: GLOBAL Resource: "
+    "score_licence Count: 2', each model's configuration JSON with 'rate_limiter': "
+    "{'resources': [{'name': 'score_licence', 'global': true, 'count': 1}]}); at "
+    "21:44:54.610 rl_router_0_0 started beside rl_router_0_1 and the 8 rl_score calls "
+    "admitted right after went 'INITIALIZED to PENDING' and never EXECUTING, with 0 of 8 "
+    "rl_score instances busy; nv_inference_pending_request_count rl_score 8, rl_router 4 at "
+    "the end. bls_deadlock's id-less fixed point ('if not "
+    "waits.instances.all_busy(r.model) ...', as waits._waits_only_on_stuck) drops a queued "
+    "call whose model has a free instance, so a call blocked by the rate limiter, not by an "
+    "instance, never enters the cycle; no "
+    "detector reads the rate limiter's resource pool (the count in the options table, each "
+    "instance group's resources) to see that every copy is held by executions waiting on "
+    "the queued calls",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
