@@ -5913,6 +5913,21 @@ _RL = (
     ),
 )
 SCENARIOS.update({s.name: s for s in _RL})
+SCENARIOS["rl_default_pool_deadlock"] = Scenario(
+    "rl_default_pool_deadlock",
+    "rl",
+    f"{_RL_PIPELINE}; one client, a second joining 12 s in; `--rate-limit=execution_count` "
+    "without `--rate-limit-resource`: Triton sizes the pool at the largest count an instance "
+    "asks for, 1 copy, so the first rl_router execution holds the only copy and its 4 "
+    "rl_score calls can never execute: the very first request deadlocks",
+    (("bls_deadlock", "rl_router"),),
+    duration_s=40,
+    clients=1,
+    server_args=("--rate-limit=execution_count",),
+    injections=(_rl_second_client("a second client joins (its requests queue at rl_router)"),),
+    note="A user's likely mistake: the resource declared on both models and no pool size "
+    "given. No request is ever answered, so there is no healthy batch to learn from.",
+)
 SCENARIOS["rl_healthy_quiet"] = replace(
     SCENARIOS["rl_healthy"],
     name="rl_healthy_quiet",

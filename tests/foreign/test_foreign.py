@@ -120,6 +120,20 @@ GAPS: dict[str, str] = {
     "detector reads the rate limiter's resource pool (the count in the options table, each "
     "instance group's resources) to see that every copy is held by executions waiting on "
     "the queued calls",
+    "rl_default_pool_deadlock": "hung_request critical rl_router ('1 of 1 known "
+    "instance(s) of rl_router ... rl_router_0_0 (39.9 s, batch of 1); no BLS call of it has "
+    "been open for more than 0.5 s') and model_stalled critical rl_score ('The verbose log "
+    "here begins after the stall did', though the log runs from the server's start and "
+    "rl_score never executed at all). --rate-limit=execution_count without "
+    "--rate-limit-resource: the options table has 'rate_limit | EXEC_COUNT' and no "
+    "rate_limit_resource row, and rate_limiter.cc:999 says 'Max Resource Map===> Device: "
+    "GLOBAL Resource: score_licence Count: 1' (the largest count an instance asks for). The "
+    "window's only execution is rl_router_0_0 at 21:50:22.896 (0.07 s after the capture "
+    "began); its 4 rl_score calls go 'INITIALIZED to PENDING' and no further, the second "
+    "router instance never executes (it needs the copy too); pending rl_score 4, rl_router "
+    "4-6 at every later scrape; all 7 client requests time out. As rl_resource_deadlock, the "
+    "id-less fixed point drops queued calls to a model with free instances (8 idle), and "
+    "nothing reads the resource pool",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""
