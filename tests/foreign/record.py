@@ -9,7 +9,7 @@ repositories (``repos/ocr``, ``repos/llm``, ``repos/recsys``, ``repos/asr``,
 ``repos/sum``, ``repos/geo``, ``repos/med``, ``repos/warm``, ``repos/img``,
 ``repos/xl``, ``repos/gen``, ``repos/ops``, ``repos/bg``, ``repos/cx``, ``repos/zoo``,
 ``repos/ex``, ``repos/hx``, ``repos/sw``, ``repos/gs``, ``repos/day``, ``repos/lz``,
-``repos/rl``:
+``repos/rl``, ``repos/dq``:
 not the demo's names, shapes or id conventions; a scenario that swaps a config mid-run
 serves a copy), runs a healthy load without request ids (or, where a scenario says so, with
 ids on every other request) for the whole window, injects its fault while the product's own
@@ -53,7 +53,12 @@ load once (slots leave, a heavier input mix, or slots sending a request that nev
 for ``--log-verbose 0`` windows where only /metrics and /v2/models/stats speak. The ``rl``
 scenarios run Triton's rate limiter (``--rate-limit=execution_count``, the resource pool's size
 in ``Scenario.server_args``) over a BLS router and its child, both drawing on one global
-resource; their clients are id-less gRPC ones. Each scenario
+resource; their clients are id-less gRPC ones. The ``dq``
+clients (``tests.foreign.dqload``) are id-less gRPC callers of a pipeline whose batched
+child waits up to 200 ms to fill a batch of 8 (``max_queue_delay_microseconds``,
+``preferred_batch_size``, a queue policy; a config chosen with ``--model-config-name`` may add
+priority levels or a short queue): two call the BLS gateway, one sends the child batches of
+its own; injected clients may send at a priority. Each scenario
 leaves:
 
 * ``bundle.tar.gz``: the capture (``meta.json``'s source paths cut to file names);
@@ -96,6 +101,7 @@ import numpy as np
 from tests.foreign import (
     cxload,
     dayload,
+    dqload,
     exload,
     genload,
     gsload,
@@ -157,7 +163,7 @@ class Scenario:
     """``ocr``, ``llm``, ``recsys``, ``asr``, ``vision``, ``stateful``, ``chain``, ``rag``,
     ``fraud``, ``noisy``, ``doc``, ``tts``, ``emb``, ``vid``, ``kws``, ``sum``, ``geo``,
     ``med``, ``warm``, ``img``, ``xl``, ``gen``, ``ops``, ``bg``, ``cx``, ``zoo``, ``ex``,
-    ``hx``, ``sw``, ``gs``, ``day``, ``lz`` or ``rl``."""
+    ``hx``, ``sw``, ``gs``, ``day``, ``lz``, ``rl`` or ``dq``."""
     summary: str
     expected: tuple[tuple[str, str], ...]
     log_verbose: int = 1
@@ -5946,6 +5952,104 @@ SCENARIOS["rl_resource_deadlock_quiet"] = replace(
     "state line); what is left is the stall of the client-facing model, as in the other "
     "families' hangs at level 0: model_stalled on rl_router.",
 )
+# ------------------------------------------------------------------ dq (round 38)
+# Long batching delays, priorities and queue policies. Everything dq-specific lives in this
+# block, in tests/foreign/dqload.py and in the ``repo == "dq"`` branches of _worker and
+# _inject.
+
+_DQ_PIPELINE = (
+    "the search pipeline: dq_gateway (python BLS, `async def execute`, 2 instances, "
+    "max_batch_size 0: per request 4 dq_rank calls in flight at once, async_exec, children "
+    "without ids) and dq_rank (python, max_batch_size 8, 20 ms + 4 ms a row per batch, "
+    "dynamic batching with `max_queue_delay_microseconds: 200000`, `preferred_batch_size: "
+    "[8]`, `preserve_ordering: true` and a `default_queue_policy` (REJECT after 5 s, "
+    "`allow_timeout_override`, `max_queue_size` 64)"
+)
+_DQ_HANG = Injection(
+    10,
+    1,
+    {"dq_front": "gateway", "dq_fault": "hang"},
+    60,
+    "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
+)
+_DQ_NOTES: dict[str, str] = {}
+"""What each run did (also the end of its PROVENANCE.md; filled in from the recordings)."""
+
+
+def _dq(name: str, what: str, expected: tuple[tuple[str, str], ...], **kw: Any) -> Scenario:
+    return Scenario(
+        name,
+        "dq",
+        f"{_DQ_PIPELINE}; {what}",
+        expected,
+        duration_s=40.0,
+        clients=3,
+        note=_DQ_NOTES.get(name, ""),
+        **kw,
+    )
+
+
+_DQ = (
+    _dq(
+        "dq_healthy_long_delay",
+        "2 instances of dq_rank; nothing injected: every dq_rank call waits in the batcher "
+        "until 8 requests are queued or 200 ms have passed, by design",
+        (),
+    ),
+    _dq(
+        "dq_priority_starved",
+        "served with --model-config-name=priority: dq_rank has 1 instance and "
+        "`priority_levels: 2`, `default_priority_level: 2` (dq_gateway's BLS children cannot "
+        "set a priority); 10 s in, 2 more clients send dq_rank FEAT [8, 16] at priority 1 "
+        "back to back for 20 s",
+        (("requests_rejected", "dq_rank"),),
+        server_args=("--model-config-name=priority",),
+        injections=(
+            Injection(
+                10,
+                2,
+                {"dq_front": "rank", "dq_rows": 8, "dq_priority": 1},
+                10,
+                "a high-priority bulk client: dq_rank FEAT [8, 16] at priority 1, back to back",
+                repeat_s=20,
+            ),
+        ),
+    ),
+    _dq(
+        "dq_queue_full_rejects",
+        "served with --model-config-name=bounded: dq_rank's `max_queue_size` is 8; 10 s in, "
+        "10 more clients send dq_rank FEAT [1, 16] back to back for 10 s",
+        (("requests_rejected", "dq_rank"),),
+        server_args=("--model-config-name=bounded",),
+        injections=(
+            Injection(
+                10,
+                10,
+                {"dq_front": "rank", "dq_rows": 1},
+                10,
+                "a burst: dq_rank FEAT [1, 16], back to back",
+                repeat_s=10,
+            ),
+        ),
+    ),
+    _dq(
+        "dq_child_hang_in_batch",
+        "10 s in, one dq_gateway request whose first dq_rank call carries `dq_fault=hang`: "
+        "the dq_rank batch that holds it sleeps 300 s, holding every request batched with it",
+        (("hung_request", "dq_gateway"),),
+        injections=(_DQ_HANG,),
+    ),
+    _dq(
+        "dq_child_hang_in_batch_quiet",
+        "`--log-verbose 0`, no trace files: 10 s in, one dq_gateway request whose first "
+        "dq_rank call carries `dq_fault=hang`: the dq_rank batch that holds it sleeps 300 s",
+        (("hung_request", "dq_gateway"),),
+        log_verbose=0,
+        trace=False,
+        injections=(_DQ_HANG,),
+    ),
+)
+SCENARIOS.update({s.name: s for s in _DQ})
 
 
 # ------------------------------------------------------------------------------ load
@@ -6305,6 +6409,7 @@ _PAUSE_S["ex"] = 0.2  # round 31's family
 _PAUSE_S["gs"] = gsload.PAUSE_S  # round 34's family: a top-up of the stream, then a pause
 _PAUSE_S["rl"] = 0.2  # round 37's family
 _PAUSE_S["hx"] = 0.0  # round 32's family: each answer is followed by the next request at once
+_PAUSE_S["dq"] = dqload.PAUSE_S  # round 38's family
 
 
 _JITTERED = frozenset({"emb"})
@@ -6365,6 +6470,9 @@ def _worker(
     gs: str = "split",
     lz: str = "",
 ) -> None:
+    if repo == "dq":  # gateway callers and a bulk job on the batched child (tests.foreign.dqload)
+        dqload.dq_worker(url, seed, stop, until, out.add, t0, cap, delay_s)
+        return
     if repo == "lz":  # closed-loop slots in a load process (tests.foreign.lzload)
         lzload.lz_worker(url, seed, stop, until, out.add, t0, delay_s, lz)
         return
@@ -6459,6 +6567,12 @@ def _inject(lab: object, repo: str, inj: Injection, idx: int, out: Outcomes, t0:
         params = {k: v for k, v in inj.params.items() if k != "cx_plan"}
         plan = cxload.PLANS[str(inj.params.get("cx_plan", "calm"))]
         cxload.cx_inject(_client_url(lab, repo), idx, params, plan, label, out.add, t0)
+        return
+    if inj.action == "request" and repo == "dq":  # params' dq_front, dq_rows, dq_priority
+        url = _client_url(lab, repo)
+        timeout = inj.timeout_s or 60
+        cap = MAX_REQUESTS_PER_WORKER
+        dqload.dq_inject(url, idx, inj.params, timeout, inj.repeat_s, cap, label, out.add, t0)
         return
     if inj.action == "request" and repo == "day":  # one document, the usual 1 s deadline
         dayload.day_inject(_client_url(lab, repo), idx, dict(inj.params), label, out.add, t0)
@@ -6973,6 +7087,11 @@ _LOAD_TEXT["gs"] = (  # round 34's family
     "echo (ok at its final response, timeout after 10 s without it), for the whole window"
 )
 _LOAD_TEXT["rl"] = "an `rl_router` infer of a random FEATURES [16] (FP32)"  # round 37
+_LOAD_TEXT["dq"] = (  # round 38's family
+    "clients 1 and 2: a `dq_gateway` infer of a random QUERY [16] (FP32); client 3 (a bulk "
+    "re-ranking job): a `dq_rank` infer of a random FEAT [2, 16] (FP32) at the default "
+    "priority (`tests.foreign.dqload`, tritonclient.grpc)"
+)
 _LOAD_TEXT["hx"] = (  # round 32's family
     "an `hx_triage` infer of a random TICKET [1, 32] (FP32)"
 )
