@@ -5972,7 +5972,23 @@ _DQ_HANG = Injection(
     60,
     "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
 )
-_DQ_NOTES: dict[str, str] = {}
+_DQ_NOTES: dict[str, str] = {
+    "dq_priority_starved": (
+        "What happened: from 10 s the two priority-1 clients kept dq_rank's one instance busy "
+        "back to back (342 requests of 8 rows, all ok, p50 0.108 s); the default-priority "
+        "requests (dq_gateway's BLS children and the bulk client's own) waited behind them, "
+        "up to the queue policy's 5 s, and 32 were dropped from the queue: 32 `Setting state "
+        "from PENDING to RELEASED` lines (no text), the first 15 s in, the last 31 s in; "
+        '`nv_inference_request_failure{model="dq_rank",reason="REJECTED"}` 0 -> 32. The '
+        "background clients saw 11 errors of 147 (`[StatusCode.UNAVAILABLE] Request timeout "
+        "expired` the first) and ok latencies up to 4.9 s (0.28 s healthy). "
+        "Expected: `requests_rejected` on dq_rank (as emb_encode_slow_queue_timeouts) and "
+        "`instance_saturation` on dq_rank (its one instance was busy for the whole surge "
+        "while its queue of low-priority requests waited: the corpus's saturation, as "
+        "zoo_hot_model_saturated); `absent`: hung_request and model_failing on dq_gateway "
+        "(it relays its children's rejections)."
+    ),
+}
 """What each run did (also the end of its PROVENANCE.md; filled in from the recordings)."""
 
 
@@ -5999,10 +6015,10 @@ _DQ = (
     _dq(
         "dq_priority_starved",
         "served with --model-config-name=priority: dq_rank has 1 instance and "
-        "`priority_levels: 2`, `default_priority_level: 2` (dq_gateway's BLS children cannot "
-        "set a priority); 10 s in, 2 more clients send dq_rank FEAT [8, 16] at priority 1 "
+        "`priority_levels: 2`, `default_priority_level: 2`, no `preserve_ordering` "
+        "(dq_gateway's BLS children cannot set a priority); 10 s in, 2 more clients send dq_rank FEAT [8, 16] at priority 1 "
         "back to back for 20 s",
-        (("requests_rejected", "dq_rank"),),
+        (("requests_rejected", "dq_rank"), ("instance_saturation", "dq_rank")),
         server_args=("--model-config-name=priority",),
         injections=(
             Injection(
