@@ -6016,8 +6016,8 @@ _DQ = (
         "dq_priority_starved",
         "served with --model-config-name=priority: dq_rank has 1 instance and "
         "`priority_levels: 2`, `default_priority_level: 2`, no `preserve_ordering` "
-        "(dq_gateway's BLS children cannot set a priority); 10 s in, 2 more clients send dq_rank FEAT [8, 16] at priority 1 "
-        "back to back for 20 s",
+        "(dq_gateway's BLS children cannot set a priority); 10 s in, 2 more clients send "
+        "dq_rank FEAT [8, 16] at priority 1 back to back for 20 s",
         (("requests_rejected", "dq_rank"), ("instance_saturation", "dq_rank")),
         server_args=("--model-config-name=priority",),
         injections=(

@@ -55,5 +55,6 @@ class TritonPythonModel:
                         f"dq_gateway: rank call failed: {answer.error().message()}"
                     )
                 )
-            ranked[k] = pb_utils.get_output_tensor_by_name(answer, "SCORE").as_numpy().reshape(-1)[0]
+            score = pb_utils.get_output_tensor_by_name(answer, "SCORE").as_numpy()
+            ranked[k] = score.reshape(-1)[0]
         return pb_utils.InferenceResponse([pb_utils.Tensor("RANKED", ranked)])

@@ -31,5 +31,6 @@ class TritonPythonModel:
         out = []
         for feat in feats:
             score = np.tanh(feat.astype(np.float32).mean(axis=1, keepdims=True))
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("SCORE", score.astype(np.float32))]))
+            tensor = pb_utils.Tensor("SCORE", score.astype(np.float32))
+            out.append(pb_utils.InferenceResponse([tensor]))
         return out
