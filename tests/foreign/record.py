@@ -5973,6 +5973,19 @@ _DQ_HANG = Injection(
     "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
 )
 _DQ_NOTES: dict[str, str] = {
+    "dq_queue_full_rejects": (
+        "What happened: dq_rank's queue bound of 8 refused 42 requests (`Setting state from "
+        "PENDING to FAILED_ENQUEUE` right after their `prepared:` line; nothing counts them: "
+        "REJECTED stays 0): 2 from the background alone before the burst (6.6 s, 7.6 s in: "
+        "two gateways' 8 calls and the bulk client's request queued together in the 200 ms "
+        "delay), 36 during the burst (10-20 s), 4 after it (the last 38 s in). The burst "
+        "clients got 37 errors of 1361 (`[StatusCode.UNAVAILABLE] ... Exceeds maximum queue "
+        "size`), the background 5 of 320, dq_gateway relaying its child's error (`dq_gateway: "
+        "rank call failed: Model dq_rank - Error when running inference: ... Exceeds maximum "
+        "queue size`). No crash (children are built without `trace=`). Expected: "
+        "`requests_rejected` on dq_rank (as img_preprocess_queue_full); `absent`: "
+        "model_failing and hung_request on dq_gateway (it relays), target_down."
+    ),
     "dq_priority_starved": (
         "What happened: from 10 s the two priority-1 clients kept dq_rank's one instance busy "
         "back to back (342 requests of 8 rows, all ok, p50 0.108 s); the default-priority "
