@@ -5973,6 +5973,18 @@ _DQ_HANG = Injection(
     "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
 )
 _DQ_NOTES: dict[str, str] = {
+    "dq_child_hang_in_batch": (
+        "What happened: 10.2 s in, `dq_rank_0_1, executing 6 requests` (the faulty "
+        "request's calls batched with the other gateway's) and no `released` to the end; "
+        "both dq_gateway instances, each awaiting a call in that batch, were held from "
+        "10.0 s and 10.1 s, and every later dq_gateway request queued (5 at the end): the "
+        "two gateway clients saw 9 `DEADLINE_EXCEEDED` after 10 s each (6 `Issuing "
+        "cancellation` lines), 71 of 80 background requests ok; dq_rank_0_0 kept serving "
+        "the bulk client to the end; the faulty client got UNAVAILABLE at shutdown. "
+        "Expected: `hung_request` on dq_gateway (the client-facing caller, naming the "
+        "dq_rank_0_1 batch), as ocr_backbone_hang and zoo_router_child_hangs; `absent`: "
+        "instance_saturation on dq_rank (its other instance served)."
+    ),
     "dq_queue_full_rejects": (
         "What happened: dq_rank's queue bound of 8 refused 42 requests (`Setting state from "
         "PENDING to FAILED_ENQUEUE` right after their `prepared:` line; nothing counts them: "
