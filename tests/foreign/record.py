@@ -5977,13 +5977,32 @@ _DQ_NOTES: dict[str, str] = {
         "What happened: 10.2 s in, `dq_rank_0_1, executing 6 requests` (the faulty "
         "request's calls batched with the other gateway's) and no `released` to the end; "
         "both dq_gateway instances, each awaiting a call in that batch, were held from "
-        "10.0 s and 10.1 s, and every later dq_gateway request queued (5 at the end): the "
-        "two gateway clients saw 9 `DEADLINE_EXCEEDED` after 10 s each (6 `Issuing "
-        "cancellation` lines), 71 of 80 background requests ok; dq_rank_0_0 kept serving "
-        "the bulk client to the end; the faulty client got UNAVAILABLE at shutdown. "
-        "Expected: `hung_request` on dq_gateway (the client-facing caller, naming the "
-        "dq_rank_0_1 batch), as ocr_backbone_hang and zoo_router_child_hangs; `absent`: "
-        "instance_saturation on dq_rank (its other instance served)."
+        "10.0 s and 10.1 s, and every later dq_gateway request queued (5 at the end). "
+        "dq_rank has `preserve_ordering: true`, so the bulk client's later requests, each "
+        "executed by dq_rank_0_0 and released in 30 ms (`released 1 requests` at 10.5 s, "
+        "20.7 s, 30.9 s), never got their responses: the log's last `ModelInferHandler::"
+        "InferResponseComplete` is 0.1 s before the hang (74 `InferRequestComplete`, 71 "
+        "`InferResponseComplete`). All three background clients saw `DEADLINE_EXCEEDED` "
+        "after 10 s from then on (9 timeouts, 6 `Issuing cancellation` lines), 71 of 80 ok; "
+        "the faulty client got UNAVAILABLE at shutdown. Expected: `hung_request` on "
+        "dq_gateway (the client-facing caller, naming the dq_rank_0_1 batch), as "
+        "ocr_backbone_hang and zoo_router_child_hangs, and `hung_request` on dq_rank, whose "
+        "own client's requests hang behind the same batch; `absent`: instance_saturation on "
+        "dq_rank."
+    ),
+    "dq_child_hang_in_batch_quiet": (
+        "What happened: as dq_child_hang_in_batch (the batch that hangs 10.2 s in held both "
+        "dq_gateway instances); at `--log-verbose 0` the log has 55 lines, none after the "
+        "start. /metrics: dq_gateway's successes stop at 46 from the scrape 10 s in, its "
+        "pending gauge 1, 3, then 5 to the end; dq_rank's successes 209 -> 211, one a "
+        "10 s: the bulk client's requests, executed and counted, whose responses "
+        "preserve_ordering holds behind the hung batch; dq_rank's pending gauge 0. Clients "
+        "as dq_child_hang_in_batch (9 timeouts of 78, the faulty one UNAVAILABLE at "
+        "shutdown). Expected: `model_stalled` on dq_gateway (every instance held, requests "
+        "queued, nothing finishing: the corpus's quiet hang, as ocr_stall_quiet and "
+        "lz_stall_quiet); dq_rank's held responses leave no signal at level 0 but a "
+        "success counter that moves at its one client's retry rate, so nothing is "
+        "expected on dq_rank; `absent`: instance_saturation on dq_rank."
     ),
     "dq_queue_full_rejects": (
         "What happened: dq_rank's queue bound of 8 refused 42 requests (`Setting state from "
@@ -6077,14 +6096,14 @@ _DQ = (
         "dq_child_hang_in_batch",
         "10 s in, one dq_gateway request whose first dq_rank call carries `dq_fault=hang`: "
         "the dq_rank batch that holds it sleeps 300 s, holding every request batched with it",
-        (("hung_request", "dq_gateway"),),
+        (("hung_request", "dq_gateway"), ("hung_request", "dq_rank")),
         injections=(_DQ_HANG,),
     ),
     _dq(
         "dq_child_hang_in_batch_quiet",
         "`--log-verbose 0`, no trace files: 10 s in, one dq_gateway request whose first "
         "dq_rank call carries `dq_fault=hang`: the dq_rank batch that holds it sleeps 300 s",
-        (("hung_request", "dq_gateway"),),
+        (("model_stalled", "dq_gateway"),),
         log_verbose=0,
         trace=False,
         injections=(_DQ_HANG,),
