@@ -6,9 +6,9 @@ is a bulk re-ranking job that sends ``dq_rank`` itself FEAT [2, 16] FP32 at the 
 priority; each pauses ``PAUSE_S`` after an answer, 10 s client timeout. Injected clients
 (``dq_inject``) send either to ``dq_gateway`` (``dq_front=gateway``, request parameters
 forwarded, e.g. ``dq_fault=hang``) or to ``dq_rank`` (``dq_front=rank``, ``dq_rows`` rows,
-``dq_priority`` the request's priority, 0 = the model's default), back to back for
-``repeat_s``. No request ids anywhere. Every loop is bounded in count (``cap``) and time
-(``until``); only outcomes are recorded.
+``dq_priority`` the request's priority, 0 = the model's default), back to back (or
+``dq_pause_s`` apart) for ``repeat_s``. No request ids anywhere. Every loop is bounded in
+count (``cap``) and time (``until``); only outcomes are recorded.
 """
 
 from __future__ import annotations
@@ -102,14 +102,16 @@ def dq_inject(
     add: Callable[[str, object, float], None],
     t0: float,
 ) -> None:
-    """One injected client: ``dq_front``, ``dq_rows``, ``dq_priority`` pick what it sends
-    (not sent to Triton); the other parameters go with the request."""
+    """One injected client: ``dq_front``, ``dq_rows``, ``dq_priority`` pick what it sends and
+    ``dq_pause_s`` its pause after an answer (not sent to Triton); the other parameters go
+    with the request."""
     import tritonclient.grpc as grpcclient
 
     params = dict(params)
     front = str(params.pop("dq_front", "gateway"))
     rows = int(params.pop("dq_rows", 1))
     priority = int(params.pop("dq_priority", 0))
+    pause = float(params.pop("dq_pause_s", 0))
     client = grpcclient.InferenceServerClient(url)
     rng = np.random.default_rng(1000 + idx)
     until = time.monotonic() + repeat_s
@@ -118,6 +120,7 @@ def dq_inject(
             add(label, send(client, front, rng, timeout_s, params, rows, priority), t0)
             if n + 1 >= cap or time.monotonic() >= until:
                 break
+            time.sleep(pause)
     finally:
         with contextlib.suppress(Exception):
             client.close()

@@ -6057,6 +6057,31 @@ _DQ = (
         (),
     ),
     _dq(
+        "dq_healthy_long_delay_quiet",
+        "`--log-verbose 0`, no trace files: the twin of dq_healthy_long_delay; nothing injected",
+        (),
+        log_verbose=0,
+        trace=False,
+    ),
+    _dq(
+        "dq_priority_healthy",
+        "served with --model-config-name=priority (as dq_priority_starved); 10 s in, 2 more "
+        "clients send dq_rank FEAT [8, 16] at priority 1 for 20 s, each pausing 0.3 s after "
+        "an answer: the default-priority requests wait behind theirs but none times out",
+        (),
+        server_args=("--model-config-name=priority",),
+        injections=(
+            Injection(
+                10,
+                2,
+                {"dq_front": "rank", "dq_rows": 8, "dq_priority": 1, "dq_pause_s": 0.3},
+                10,
+                "a high-priority bulk client: dq_rank FEAT [8, 16] at priority 1, 0.3 s pauses",
+                repeat_s=20,
+            ),
+        ),
+    ),
+    _dq(
         "dq_priority_starved",
         "served with --model-config-name=priority: dq_rank has 1 instance and "
         "`priority_levels: 2`, `default_priority_level: 2`, no `preserve_ordering` "
