@@ -5973,6 +5973,14 @@ _DQ_HANG = Injection(
     "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
 )
 _DQ_NOTES: dict[str, str] = {
+    "dq_priority_healthy": (
+        "What happened: from 10 s the two priority-1 clients (0.3 s pauses) sent 106 "
+        "requests of 8 rows, all ok (p50 0.055 s); the default-priority requests waited "
+        "behind them now and then (background max 1.87 s against 0.28 s before, p50 0.236 "
+        "s) but none reached the 5 s queue timeout: 246 of 246 ok, dq_rank's REJECTED "
+        "failures 0. The priorities worked as configured: no finding of warning or above "
+        "is owed."
+    ),
     "dq_child_hang_in_batch": (
         "What happened: 10.2 s in, `dq_rank_0_1, executing 6 requests` (the faulty "
         "request's calls batched with the other gateway's) and no `released` to the end; "
@@ -6088,6 +6096,26 @@ _DQ = (
         "(dq_gateway's BLS children cannot set a priority); 10 s in, 2 more clients send "
         "dq_rank FEAT [8, 16] at priority 1 back to back for 20 s",
         (("requests_rejected", "dq_rank"), ("instance_saturation", "dq_rank")),
+        server_args=("--model-config-name=priority",),
+        injections=(
+            Injection(
+                10,
+                2,
+                {"dq_front": "rank", "dq_rows": 8, "dq_priority": 1},
+                10,
+                "a high-priority bulk client: dq_rank FEAT [8, 16] at priority 1, back to back",
+                repeat_s=20,
+            ),
+        ),
+    ),
+    _dq(
+        "dq_priority_starved_quiet",
+        "`--log-verbose 0`, no trace files: dq_priority_starved's run (--model-config-name="
+        "priority: dq_rank has 1 instance and 2 priority levels; 10 s in, 2 more clients send "
+        "dq_rank FEAT [8, 16] at priority 1 back to back for 20 s)",
+        (("requests_rejected", "dq_rank"),),
+        log_verbose=0,
+        trace=False,
         server_args=("--model-config-name=priority",),
         injections=(
             Injection(
