@@ -5973,6 +5973,19 @@ _DQ_HANG = Injection(
     "one dq_gateway request whose first dq_rank call makes its batch sleep 300 s",
 )
 _DQ_NOTES: dict[str, str] = {
+    "dq_child_hang_unordered": (
+        "What happened: 10.0 s in, `dq_rank_0_1, executing 7 requests` (both gateways' "
+        "calls, with the faulty one) and no `released` to the end; both dq_gateway "
+        "instances held, 5 gateway requests queued at the end; the gateway clients saw 7 "
+        "`DEADLINE_EXCEEDED` (5 `Issuing cancellation` lines). Without preserve_ordering "
+        "the bulk client went on: dq_rank_0_0 executed its requests to the end (the last "
+        "39.8 s in) and every request's `InferRequestComplete` has its "
+        "`InferResponseComplete` (115 each): 115 of 122 background requests ok, the "
+        "faulty one UNAVAILABLE at shutdown. The contrast with dq_child_hang_in_batch "
+        "(its bulk client's responses held) is the response ordering. Expected: "
+        "`hung_request` on dq_gateway naming the dq_rank_0_1 batch; `absent`: "
+        "instance_saturation on dq_rank."
+    ),
     "dq_priority_starved_quiet": (
         "What happened: as dq_priority_starved, at `--log-verbose 0` (no log line after the "
         "start): dq_rank's pending gauge 2-5 before the surge (the 200 ms delay keeps calls "
@@ -6162,6 +6175,15 @@ _DQ = (
         "10 s in, one dq_gateway request whose first dq_rank call carries `dq_fault=hang`: "
         "the dq_rank batch that holds it sleeps 300 s, holding every request batched with it",
         (("hung_request", "dq_gateway"), ("hung_request", "dq_rank")),
+        injections=(_DQ_HANG,),
+    ),
+    _dq(
+        "dq_child_hang_unordered",
+        "served with --model-config-name=unordered: dq_rank without `preserve_ordering`; 10 s "
+        "in, one dq_gateway request whose first dq_rank call carries `dq_fault=hang`: the "
+        "dq_rank batch that holds it sleeps 300 s, holding every request batched with it",
+        (("hung_request", "dq_gateway"),),
+        server_args=("--model-config-name=unordered",),
         injections=(_DQ_HANG,),
     ),
     _dq(
