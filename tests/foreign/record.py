@@ -6037,15 +6037,15 @@ _DQ_NOTES: dict[str, str] = {
         "expected on dq_rank; `absent`: instance_saturation on dq_rank."
     ),
     "dq_queue_full_rejects": (
-        "What happened: dq_rank's queue bound of 8 refused 42 requests (`Setting state from "
+        "What happened: dq_rank's queue bound of 8 refused 35 requests (`Setting state from "
         "PENDING to FAILED_ENQUEUE` right after their `prepared:` line; nothing counts them: "
-        "REJECTED stays 0): 2 from the background alone before the burst (6.6 s, 7.6 s in: "
-        "two gateways' 8 calls and the bulk client's request queued together in the 200 ms "
-        "delay), 36 during the burst (10-20 s), 4 after it (the last 38 s in). The burst "
-        "clients got 37 errors of 1361 (`[StatusCode.UNAVAILABLE] ... Exceeds maximum queue "
-        "size`), the background 5 of 320, dq_gateway relaying its child's error (`dq_gateway: "
-        "rank call failed: Model dq_rank - Error when running inference: ... Exceeds maximum "
-        "queue size`). No crash (children are built without `trace=`). Expected: "
+        "REJECTED stays 0): 25 during the burst (10.8 s to 15.8 s in), 10 from the "
+        "background alone after it (21.9 s to 39.7 s in: two gateways' 8 calls and the bulk "
+        "client's request queued together in the 200 ms delay). The burst clients got 25 "
+        "errors of 775 (`[StatusCode.UNAVAILABLE] ... Exceeds maximum queue size`), the "
+        "background 10 of 303, dq_gateway relaying its child's error (`dq_gateway: rank call "
+        "failed: Model dq_rank - Error when running inference: ... Exceeds maximum queue "
+        "size`; no log line). No crash (children are built without `trace=`). Expected: "
         "`requests_rejected` on dq_rank (as img_preprocess_queue_full); `absent`: "
         "model_failing and hung_request on dq_gateway (it relays), target_down."
     ),
@@ -6156,7 +6156,7 @@ _DQ = (
     _dq(
         "dq_queue_full_rejects",
         "served with --model-config-name=bounded: dq_rank's `max_queue_size` is 8; 10 s in, "
-        "10 more clients send dq_rank FEAT [1, 16] back to back for 10 s",
+        "10 more clients send dq_rank FEAT [1, 16] back to back for 6 s",
         (("requests_rejected", "dq_rank"),),
         server_args=("--model-config-name=bounded",),
         injections=(
@@ -6166,7 +6166,7 @@ _DQ = (
                 {"dq_front": "rank", "dq_rows": 1},
                 10,
                 "a burst: dq_rank FEAT [1, 16], back to back",
-                repeat_s=10,
+                repeat_s=6,
             ),
         ),
     ),
