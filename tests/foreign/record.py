@@ -7191,6 +7191,13 @@ def _lz_injected(scenario: Scenario) -> str:
 
 
 def _load_text(scenario: Scenario) -> str:
+    if scenario.repo == "dq":  # tritonclient.grpc threads (priorities), not TritonClient
+        return (
+            f"{_count_text(scenario)} clients (`tests.foreign.dqload`, tritonclient.grpc: no "
+            "request ids;\n  BLS children are built without ids too), each sending one request"
+            f"\n  ({_LOAD_TEXT['dq']})\n  then pausing {dqload.PAUSE_S:g} s, client timeout "
+            f"{dqload.TIMEOUT_S:g} s, for the whole\n  window"
+        )
     if scenario.repo == "lz":  # closed-loop slots, the plan's one change
         return (
             f"{lzload.PLANS[scenario.lz].text()} (BLS children are built without ids too), "
