@@ -321,10 +321,19 @@ def _compute_ns(s: ev.ModelStats) -> int:
     return s.compute_input_ns + s.compute_infer_ns + s.compute_output_ns
 
 
-def _blind(window: Window) -> str:
+def _blind(window: Window, model: str) -> str:
     """Why the metrics speak alone: no verbose log, or one that began after the stall did
     (cap_doc_layout_hang_late: requests logged, none executing, the stuck batch's lines
-    written before the log's copy began)."""
+    written before the log's copy began), or a model whose batches never started though its
+    log runs from its load (rl_default_pool_deadlock: the rate limiter held its queue)."""
+    loaded = any(r.model == model and r.state == "loaded" for r in window.logs(ev.ModelStateChange))
+    batches = window.logs(ev.InstanceExecuting)  # none at all: the log tells nothing of them
+    if loaded and batches and not any(r.model == model for r in batches):
+        return (
+            "The verbose log runs from its load and no batch of it ever started: its requests "
+            "wait for something other than its instances (a rate limiter's resource, a "
+            "sequence slot, a higher priority's requests)."
+        )
     if window.logs(ev.RequestPrepared):
         return (
             "The verbose log here begins after the stall did (no line of the batch that holds "
@@ -435,7 +444,7 @@ class ModelStalled:
         summary = (
             f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
             f"of queued work with no execution, past its {deadline:.3g} s deadline ({why}). "
-            + _blind(window)
+            + _blind(window, stall.model)
         )
         evidence = [
             Evidence(

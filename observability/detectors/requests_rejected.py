@@ -29,6 +29,7 @@ from itertools import pairwise
 
 from observability.detectors.backend_failures import FAILURES, SUCCESSES
 from observability.detectors.instances import Admitted, instances_of
+from observability.detectors.origins import CALL, origins_of
 from observability.detectors.requests import log_ref
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
@@ -63,21 +64,32 @@ class RequestsRejected:
             return out
         top = max(len(v) for v in inst.rejected.values())
         calls = callees(inst)
+        origin = origins_of(window)
         for model, refused in sorted(inst.rejected.items()):
             if len(refused) < max(self.min_rejected, self.noise_share * top) or model in timed_out:
                 continue
             served = sum(len(e.requests) for e in inst.executions if e.model == model)
             share = len(refused) / max(len(refused) + served, 1)
             callers = sorted(m for m, called in calls.items() if model in called)
-            out.append(self._finding(model, refused, served, share, callers))
+            bls = sum(1 for r in refused if origin.get((r.prepared_ns, r.offset)) == CALL)
+            out.append(self._finding(model, refused, served, share, callers if bls else [], bls))
         return out
 
     def _finding(
-        self, model: str, refused: list[Admitted], served: int, share: float, callers: list[str]
+        self,
+        model: str,
+        refused: list[Admitted],
+        served: int,
+        share: float,
+        callers: list[str],
+        bls: int,
     ) -> Finding:
+        """``bls``: how many of ``refused`` were BLS calls (``origins``: no frontend line
+        before them), from ``callers``."""
         first, last = refused[0], refused[-1]
         span_s = (last.prepared_ns - first.prepared_ns) / 1e9
-        by = f", most of them BLS calls from {', '.join(callers)}" if callers else ""
+        many = "all" if bls == len(refused) else "most" if 2 * bls > len(refused) else str(bls)
+        by = f", {many} of them BLS calls from {', '.join(callers)}" if callers else ""
         summary = (
             f"Triton refused {len(refused)} requests to {model} over {span_s:.1f} s, "
             f"{share:.0%} of those it received (it served {served}){by}: its queue was full "

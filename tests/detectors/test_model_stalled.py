@@ -512,3 +512,17 @@ def test_a_log_that_begins_after_the_stall_is_not_called_missing() -> None:
         f for f in analysis("cap_doc_layout_hang_quiet_15s").findings if f.kind == "model_stalled"
     ]
     assert all("--log-verbose 1" in f.summary for f in quiet)
+
+
+def test_a_model_that_never_ran_since_its_load_is_not_called_late_logged() -> None:
+    """rl_default_pool_deadlock: the log runs from the server's start and rl_score, queued
+    behind the rate limiter's one copy of its resource, never executed. The finding said the
+    log began after the stall did; it says its requests wait for something other than its
+    instances."""
+    (found,) = [
+        f
+        for f in analysis("rl_default_pool_deadlock").findings
+        if f.kind == "model_stalled" and f.model == "rl_score"
+    ]
+    assert "runs from its load and no batch of it ever started" in found.summary
+    assert "begins after the stall did" not in found.summary

@@ -31,3 +31,14 @@ def test_refusals_of_a_full_queue_name_the_model(name: str) -> None:
 @pytest.mark.parametrize("name", ["tts_healthy", "tts_queue_full_quiet", "doc_healthy"])
 def test_no_refusal_no_finding(name: str) -> None:
     assert _rejected(name) == []
+
+
+def test_the_refusals_that_were_bls_calls_are_counted() -> None:
+    """dq_queue_full_rejects: 35 refusals at dq_rank, 25 of a burst of direct clients (each
+    followed by its frontend's 'Infer failed' line) and 10 of dq_gateway's BLS calls. The
+    finding once said "most of them BLS calls" whenever the model had a caller."""
+    (found,) = [
+        f for f in analysis("dq_queue_full_rejects").findings if f.kind == "requests_rejected"
+    ]
+    assert "refused 35 requests to dq_rank" in found.summary
+    assert "10 of them BLS calls from dq_gateway" in found.summary

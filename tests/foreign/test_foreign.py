@@ -136,9 +136,8 @@ GAPS: dict[str, str] = {
     "the queued calls",
     "rl_default_pool_deadlock": "hung_request critical rl_router ('1 of 1 known "
     "instance(s) of rl_router ... rl_router_0_0 (39.9 s, batch of 1); no BLS call of it has "
-    "been open for more than 0.5 s') and model_stalled critical rl_score ('The verbose log "
-    "here begins after the stall did', though the log runs from the server's start and "
-    "rl_score never executed at all). --rate-limit=execution_count without "
+    "been open for more than 0.5 s') and model_stalled critical rl_score (queued, no batch "
+    "of it ever started). --rate-limit=execution_count without "
     "--rate-limit-resource: the options table has 'rate_limit | EXEC_COUNT' and no "
     "rate_limit_resource row, and rate_limiter.cc:999 says 'Max Resource Map===> Device: "
     "GLOBAL Resource: score_licence Count: 1' (the largest count an instance asks for). The "
