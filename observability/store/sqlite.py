@@ -347,22 +347,21 @@ class Store:
                 del held[k]
 
     def _not_staged(self, stream: str, keys: list[str]) -> list[str]:
-        staged: set[str] = set()
+        staged = set(self._staged_of(stream, keys))
+        return [k for k in keys if k not in staged]
+
+    def _staged_any(self, stream: str, keys: list[str]) -> bool:
+        return next(self._staged_of(stream, keys), None) is not None
+
+    def _staged_of(self, stream: str, keys: list[str]) -> Iterator[str]:
+        """The keys of ``keys`` that ``staged`` holds, 500 a query (SQLite's bound
+        parameters)."""
         for i in range(0, len(keys), 500):
             part = keys[i : i + 500]
             sql = (
                 f"SELECT key FROM staged WHERE stream = ? AND key IN ({','.join('?' * len(part))})"
             )
-            staged.update(k for (k,) in self._db.execute(sql, [stream, *part]))
-        return [k for k in keys if k not in staged]
-
-    def _staged_any(self, stream: str, keys: list[str]) -> bool:
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            sql = f"SELECT 1 FROM staged WHERE stream = ? AND key IN ({','.join('?' * len(part))})"
-            if self._db.execute(sql + " LIMIT 1", [stream, *part]).fetchone():
-                return True
-        return False
+            yield from (k for (k,) in self._db.execute(sql, [stream, *part]))
 
     def _not_in_blocks(
         self, stream: str, src: str, group: dict[str, tuple[int, object]]
