@@ -327,8 +327,9 @@ def _blind(window: Window, model: str) -> str:
     written before the log's copy began), or a model whose batches never started though its
     log runs from its load (rl_default_pool_deadlock: the rate limiter held its queue)."""
     loaded = any(r.model == model and r.state == "loaded" for r in window.logs(ev.ModelStateChange))
-    batches = window.logs(ev.InstanceExecuting)  # none at all: the log tells nothing of them
-    if loaded and batches and not any(r.model == model for r in batches):
+    # A stalled model is never among logged_models (its batches would have the log-based
+    # detectors); other models' batches there show the log was on while none of it started.
+    if loaded and logged_models(window):
         return (
             "The verbose log runs from its load and no batch of it ever started: its requests "
             "wait for something other than its instances (a rate limiter's resource, a "

@@ -72,7 +72,7 @@ class RequestsRejected:
             share = len(refused) / max(len(refused) + served, 1)
             callers = sorted(m for m, called in calls.items() if model in called)
             bls = sum(1 for r in refused if origin.get((r.prepared_ns, r.offset)) == CALL)
-            out.append(self._finding(model, refused, served, share, callers if bls else [], bls))
+            out.append(self._finding(model, refused, served, share, callers, bls))
         return out
 
     def _finding(
@@ -89,7 +89,7 @@ class RequestsRejected:
         first, last = refused[0], refused[-1]
         span_s = (last.prepared_ns - first.prepared_ns) / 1e9
         many = "all" if bls == len(refused) else "most" if 2 * bls > len(refused) else str(bls)
-        by = f", {many} of them BLS calls from {', '.join(callers)}" if callers else ""
+        by = f", {many} of them BLS calls from {', '.join(callers)}" if callers and bls else ""
         summary = (
             f"Triton refused {len(refused)} requests to {model} over {span_s:.1f} s, "
             f"{share:.0%} of those it received (it served {served}){by}: its queue was full "

@@ -439,6 +439,7 @@ class ThreadPoolExhaustion:
             f"'{main_child}') but only about {w.plateau} ran at once — the limit of {pool}; "
             f"{waited}."
         )
+        each = " per parent" if w.together else ""
         evidence = [
             Evidence(
                 "log",
@@ -458,11 +459,8 @@ class ThreadPoolExhaustion:
                 "log",
                 w.last_child_ns,
                 f"triton.log request ids {w.parent_id}.*" if w.parent_id else "triton.log",
-                f"children reached Triton in {w.waves} waves of ~{w.plateau}"
-                + (" per parent" if w.together else "")
-                + f" (at most {w.peak} between INITIALIZED and RELEASED at once"
-                + (" per parent" if w.together else "")
-                + "); first child reached "
+                f"children reached Triton in {w.waves} waves of ~{w.plateau}{each} (at most "
+                f"{w.peak} between INITIALIZED and RELEASED at once{each}); first child reached "
                 f"Triton {w.first_wait_s * 1000:.0f} ms after the parent started, the last "
                 f"{w.last_wait_s * 1000:.0f} ms after",
             ),
