@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from tests.fixtures.recordings import REPO
+from tests.fixtures.recordings import REPO, sources_digest
 
 __all__ = ["judged", "keep", "package_fingerprint"]
 
@@ -35,13 +35,7 @@ def _cache_root() -> Path:
 @cache
 def package_fingerprint() -> bytes:
     """Every source of the package, by path and bytes: what a judgement may depend on."""
-    digest = hashlib.sha256()
-    for top in ("observability", "collectors"):
-        for path in sorted((REPO / top).rglob("*")):
-            if path.suffix in (".py", ".c") and "__pycache__" not in path.parts:
-                digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
-                digest.update(path.read_bytes() + b"\0")
-    return digest.digest()
+    return sources_digest(("observability", "collectors")).digest()
 
 
 def judged(name: str, inputs: Iterable[Path], judge: Callable[[], _T]) -> _T:

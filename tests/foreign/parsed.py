@@ -106,7 +106,7 @@ def parsed(name: str) -> ParsedBundle:
     """Scenario ``name``'s bundle parsed, from the cache when its key is there. Only the last
     few stay in memory: the parsed events of 131 recordings made a heap every full garbage
     collection walked and the worker took seconds to free at exit (analyses stay cached)."""
-    archive = FIXTURES / name / "bundle.tar.gz"
+    archive = _archive(name)
     path = _cache_root() / f"{name}-{_key(archive)}.pickle"
     if path.exists():
         with path.open("rb") as fh, _no_cyclic_gc():
