@@ -7,6 +7,8 @@ block per repetition with its request ids renamed and its clock moved on one sec
 Run from the repository root: ``python -m benchmarks.log_parse``. Prints one JSON line;
 ``--lines`` and ``--baseline-lines`` shrink it for a smoke run. (The parse rate is not the
 production rate: ``benchmarks.ingest_log`` measures ingest as ``analyze``/``ingest`` run it.)
+``python_path`` is the same parser with its compiled hot path (``collectors/logs/_hotpath.c``)
+off, as a build without a C compiler runs it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import time
 from pathlib import Path
 
+from collectors.logs import parser
 from collectors.logs.parser import parse_lines
 from tests.collectors.logs.reference import parse_lines_regex
 
@@ -73,6 +76,19 @@ def _interleaved(lines: list[bytes], base_lines: int, chunks: int = 10) -> tuple
     return len(lines) / fast_s, per_base * chunks / base_s
 
 
+def _python_path(lines: list[bytes]) -> float:
+    """lines/s of the parser with its compiled hot path off (what a build without a C
+    compiler runs); 0 where the extension is missing and both are the same path."""
+    saved = parser._SCAN
+    if saved is None:
+        return 0.0
+    parser._SCAN = None
+    try:
+        return len(lines) / _seconds(parse_lines, lines)
+    finally:
+        parser._SCAN = saved
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--lines", type=int, default=1_000_000)
@@ -87,12 +103,15 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     passes = [_interleaved(lines, args.baseline_lines) for _ in range(args.repeat)]
     fast = max(p[0] for p in passes)
     base = max(p[1] for p in passes)
+    pure = _python_path(lines[: args.baseline_lines * 2])
     result: dict[str, object] = {
         "bench": "log_parse_lines",
         "value": round(fast),
         "unit": "lines/s",
         "baseline": round(base),
         "ratio": round(fast / base, 2),
+        "compiled": parser._SCAN is not None,
+        "python_path": round(pure),
     }
     print(json.dumps(result))
     return result

@@ -39,9 +39,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from collectors.logs._ctor import fast_ctor
+from collectors.logs.hotpath import scanner
 from observability.events import (
     ErrorLine,
     ExitInflight,
@@ -894,93 +896,125 @@ def parse_lines(
     last_at = start_ns
     block = 0
     rec: Event | None
+    scan = _SCAN
+    sink: list[Event] = []
+    source = iter(lines)
     try:
-        for line in _unglued(lines):
-            if pending is not None:
-                st.at_ns = last_at
-                st.block = block
-                # the held line was not last after all: it is a real line
-                for rec in _guarded(pending, off, st, stats, clock):
-                    n_rec += 1
-                    yield rec
-                off += len(pending)
-                n_lines += 1
-                pending = None
-                last_at = st.at_ns
-                block = st.block
-            n = len(line)
-            if not n:
-                continue
-            if line[-1] != 10:
-                if not isinstance(line, (bytes, bytearray)):
-                    raise TypeError(f"parse_lines wants bytes lines, got {type(line).__name__}")
-                pending = line
-                continue
-            n_lines += 1
-            # ---- hot path: glog header, JSON-quoted message, known file:line
-            level = levels.get(line[0])
-            if level is not None and n > 30 and line[5] == 32 and line[14] == 46 and line[21] == 32:
-                base = glog_cache.get(line[1:14])
-                sp = line.find(b" ", 22)
-                close = line.find(b"] ", sp)
-                src = sources.get(line[sp + 1 : close])
-                if src is None and close > 0:
-                    src = _new_source(sources, line[sp + 1 : close])
-                if (
-                    base is not None
-                    and src is not None
-                    and line[close + 2] == 34
-                    and line[n - 2] == 34
-                    and close + 3 < n - 2
-                    and line[15:21].isdigit()
-                    and line[22:sp].isdigit()
-                ):
-                    at_ns = base + int(line[15:21]) * 1000
-                    handler, fname, lineno, prefixes = src
-                    if handler is not None and line.startswith(prefixes, close + 3):
-                        try:
-                            rec = handler(
-                                line, close + 3, n - 2, mk_hdr(at_ns, level, fname, lineno, off)
-                            )
-                        except ValueError:
-                            rec = None
-                        if rec is not None:
-                            last_at = at_ns
-                            block = 0
-                            if line[n - 3] == 58 or line[n - 4 : n - 2] == b": ":
-                                block = 1
+        while batch := list(islice(source, _RUN)):
+            i = 0
+            while i < len(batch):
+                if scan is not None and pending is None:
+                    i, off, last_at, block, k_lines, k_rec, k_info = scan(
+                        batch, i, sink, off, last_at, block, glog_cache, sources
+                    )
+                    n_lines += k_lines
+                    n_rec += k_rec
+                    n_info += k_info
+                    if sink:
+                        yield from sink
+                        sink.clear()
+                    if i == len(batch):
+                        break
+                i += 1
+                for line in _unglued(batch[i - 1 : i]):
+                    if pending is not None:
+                        st.at_ns = last_at
+                        st.block = block
+                        # the held line was not last after all: it is a real line
+                        for rec in _guarded(pending, off, st, stats, clock):
                             n_rec += 1
                             yield rec
-                            off += n
-                            continue
-                    if level is info:
-                        last_at = at_ns
-                        block = 1 if line[n - 3] == 58 or line[n - 4 : n - 2] == b": " else 0
-                        n_info += 1
-                        off += n
+                        off += len(pending)
+                        n_lines += 1
+                        pending = None
+                        last_at = st.at_ns
+                        block = st.block
+                    n = len(line)
+                    if not n:
                         continue
-            # ---- everything else: other formats, W/E lines, headerless, junk
-            st.at_ns = last_at
-            st.block = block
-            try:
-                for rec in _one(line, off, st, stats, clock):
-                    n_rec += 1
-                    yield rec
-            except Exception:  # one bad line must not lose the others
-                skipped["internal"] += 1
-            last_at = st.at_ns
-            block = st.block
-            off += n
-        if pending is not None:
-            skipped["unterminated"] += 1
-            st.at_ns = last_at
-            st.block = block
-            if final:
-                n_lines += 1
-                for rec in _guarded(pending, off, st, stats, clock):
-                    n_rec += 1
-                    yield rec
-                off += len(pending)
+                    if line[-1] != 10:
+                        if not isinstance(line, (bytes, bytearray)):
+                            raise TypeError(
+                                f"parse_lines wants bytes lines, got {type(line).__name__}"
+                            )
+                        pending = line
+                        continue
+                    n_lines += 1
+                    # ---- hot path: glog header, JSON-quoted message, known file:line
+                    level = levels.get(line[0])
+                    if (
+                        level is not None
+                        and n > 30
+                        and line[5] == 32
+                        and line[14] == 46
+                        and line[21] == 32
+                    ):
+                        base = glog_cache.get(line[1:14])
+                        sp = line.find(b" ", 22)
+                        close = line.find(b"] ", sp)
+                        src = sources.get(line[sp + 1 : close])
+                        if src is None and close > 0:
+                            src = _new_source(sources, line[sp + 1 : close])
+                        if (
+                            base is not None
+                            and src is not None
+                            and line[close + 2] == 34
+                            and line[n - 2] == 34
+                            and close + 3 < n - 2
+                            and line[15:21].isdigit()
+                            and line[22:sp].isdigit()
+                        ):
+                            at_ns = base + int(line[15:21]) * 1000
+                            handler, fname, lineno, prefixes = src
+                            if handler is not None and line.startswith(prefixes, close + 3):
+                                try:
+                                    rec = handler(
+                                        line,
+                                        close + 3,
+                                        n - 2,
+                                        mk_hdr(at_ns, level, fname, lineno, off),
+                                    )
+                                except ValueError:
+                                    rec = None
+                                if rec is not None:
+                                    last_at = at_ns
+                                    block = 0
+                                    if line[n - 3] == 58 or line[n - 4 : n - 2] == b": ":
+                                        block = 1
+                                    n_rec += 1
+                                    yield rec
+                                    off += n
+                                    continue
+                            if level is info:
+                                last_at = at_ns
+                                block = (
+                                    1 if line[n - 3] == 58 or line[n - 4 : n - 2] == b": " else 0
+                                )
+                                n_info += 1
+                                off += n
+                                continue
+                    # ---- everything else: other formats, W/E lines, headerless, junk
+                    st.at_ns = last_at
+                    st.block = block
+                    try:
+                        for rec in _one(line, off, st, stats, clock):
+                            n_rec += 1
+                            yield rec
+                    except Exception:  # one bad line must not lose the others
+                        skipped["internal"] += 1
+                    last_at = st.at_ns
+                    block = st.block
+                    off += n
+            if pending is not None:
+                skipped["unterminated"] += 1
+                st.at_ns = last_at
+                st.block = block
+                if final:
+                    n_lines += 1
+                    for rec in _guarded(pending, off, st, stats, clock):
+                        n_rec += 1
+                        yield rec
+                    off += len(pending)
     finally:
         stats.lines += n_lines
         stats.records += n_rec
@@ -1027,6 +1061,30 @@ def _guarded(line: bytes, off: int, st: _State, stats: ParseStats, clock: _Clock
     except Exception:
         stats.skipped["internal"] += 1
         return []
+
+
+_RUN = 512
+"""Lines taken from the input at a time for the compiled scan (``hotpath``)."""
+
+_SCAN = scanner(
+    {
+        "levels": _LEVELS,
+        "handlers": {
+            _h_infer_request: 1,
+            _h_python_be: 2,
+            _h_response: 3,
+            _h_http: 4,
+            _h_grpc_handler: 5,
+            _h_stream_handler: 6,
+            _h_grpc_server: 7,
+        },
+        "http_methods": _HTTP_METHODS,
+        "strings": _str_cache,
+        "transitions": _transitions,
+        "ids": _ids,
+    }
+)
+"""The compiled hot path (reads the lines it is sure of, hands back the rest), or None."""
 
 
 def parse_bytes(data: bytes, **kwargs: Any) -> list[Event]:

@@ -1,0 +1,592 @@
+/* The verbose-log parser's hot path, compiled: see collectors/logs/hotpath.py for why.
+ *
+ * scan() reads a run of lines the way parse_lines' Python hot path does (glog header,
+ * JSON-quoted message, a known source file) and builds the same records. It stops at the
+ * first line it does not read with certainty and hands it back, untouched, to the Python
+ * loop, which reads it as it always did. So every record this file makes is one the Python
+ * hot path would have made from the same line, and a line it is unsure of costs only speed.
+ * "Unsure" is generous: a number with a sign or an underscore, an escaped request id, a
+ * cache miss, a message the Python handler would look at twice: all go back.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <limits.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ configuration */
+
+enum { K_HDR, K_STATE, K_PREP, K_EXEC, K_REL, K_RESP, K_FRONT, K_CANCEL, K_SREAD, K_SRESP, K_N };
+static const int k_fields[K_N] = {5, 4, 6, 4, 3, 5, 4, 4, 1, 5};
+
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offsets[8];
+} Kind;
+
+enum { H_REQUEST = 1, H_PYTHON_BE, H_RESPONSE, H_HTTP, H_GRPC, H_STREAM, H_GRPC_SERVER };
+
+static int configured = 0;
+static Kind kinds[K_N];
+static PyObject *levels[256];     /* first byte -> LogLevel (borrowed from the config) */
+static PyObject *info_level;      /* LogLevel.INFO */
+static PyObject *handler_codes;   /* handler function -> H_* */
+static PyObject *http_methods;    /* b"2" -> "POST" */
+static PyObject *str_cache;       /* parser._str_cache */
+static PyObject *transitions;     /* parser._transitions */
+static PyObject *ids;             /* parser._ids */
+static PyObject *config;          /* everything above, kept alive */
+static PyObject *s_empty, *s_http, *s_sagemaker, *s_grpc;
+
+/* ------------------------------------------------------------------ small helpers */
+
+enum { PUNT = -1, NONE = 0, REC = 1, FAIL = -2 };
+
+static Py_ssize_t find(const char *s, Py_ssize_t start, Py_ssize_t end, const char *pat,
+                       Py_ssize_t plen) {
+    if (start < 0 || end - start < plen) return -1;
+    const char *hit = memmem(s + start, (size_t)(end - start), pat, (size_t)plen);
+    return hit ? (Py_ssize_t)(hit - s) : -1;
+}
+#define FIND(s, a, b, lit) find((s), (a), (b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+
+static Py_ssize_t rfind(const char *s, Py_ssize_t start, Py_ssize_t end, const char *pat,
+                        Py_ssize_t plen) {
+    for (Py_ssize_t i = end - plen; i >= start; i--)
+        if (s[i] == pat[0] && memcmp(s + i, pat, (size_t)plen) == 0) return i;
+    return -1;
+}
+
+static int starts(const char *s, Py_ssize_t at, Py_ssize_t end, const char *pat, Py_ssize_t plen) {
+    return at >= 0 && end - at >= plen && memcmp(s + at, pat, (size_t)plen) == 0;
+}
+#define STARTS(s, a, e, lit) starts((s), (a), (e), (lit), (Py_ssize_t)(sizeof(lit) - 1))
+#define ENDS(s, a, e, lit) \
+    starts((s), (e) - (Py_ssize_t)(sizeof(lit) - 1), (e), (lit), (Py_ssize_t)(sizeof(lit) - 1)) && \
+        (e) - (Py_ssize_t)(sizeof(lit) - 1) >= (a)
+
+static int digits(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    if (b <= a) return 0;
+    for (Py_ssize_t i = a; i < b; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return 1;
+}
+
+/* A plain run of 1-18 ASCII digits as int; anything Python's int() might read otherwise
+ * (sign, spaces, underscores, more digits) is -1, and the caller hands the line back. */
+static long long number(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    if (b - a > 18 || !digits(s, a, b)) return -1;
+    long long v = 0;
+    for (Py_ssize_t i = a; i < b; i++) v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+static int has_byte(const char *s, Py_ssize_t a, Py_ssize_t b, char c) {
+    return b > a && memchr(s + a, c, (size_t)(b - a)) != NULL;
+}
+
+/* parser._s: a short token decoded with errors="replace", through the same intern table. */
+static PyObject *token(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    if (b < a) b = a;
+    PyObject *key = PyBytes_FromStringAndSize(s + a, b - a);
+    if (!key) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(str_cache, key);
+    if (hit) {
+        Py_DECREF(key);
+        Py_INCREF(hit);
+        return hit;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(s + a, b - a, "replace");
+    if (text && PyDict_GET_SIZE(str_cache) < 65536 && PyDict_SetItem(str_cache, key, text) < 0)
+        Py_CLEAR(text);
+    Py_DECREF(key);
+    return text;
+}
+
+static PyObject *text(const char *s, Py_ssize_t a, Py_ssize_t b) {
+    if (b < a) b = a;
+    return PyUnicode_DecodeUTF8(s + a, b - a, "replace");
+}
+
+/* parser._ident without its JSON branch (an escaped id goes back to Python). */
+static int ident(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject **out) {
+    if (has_byte(s, a, b, '\\')) return PUNT;
+    if (b - a == 12 && memcmp(s + a, "<id_unknown>", 12) == 0) {
+        Py_INCREF(s_empty);
+        *out = s_empty;
+        return REC;
+    }
+    *out = text(s, a, b);
+    return *out ? REC : FAIL;
+}
+
+/* A record of kind k from its fields (references stolen, any NULL fails and frees all). */
+static PyObject *make(int k, PyObject **fields) {
+    int n = k_fields[k];
+    PyObject *obj = NULL;
+    for (int i = 0; i < n; i++)
+        if (!fields[i]) goto fail;
+    obj = kinds[k].type->tp_alloc(kinds[k].type, 0);
+    if (!obj) goto fail;
+    for (int i = 0; i < n; i++) *(PyObject **)((char *)obj + kinds[k].offsets[i]) = fields[i];
+    /* Its fields are strings, numbers, an enum member and records like it, so it can be in
+     * no reference cycle: untracked, the collector never walks it. Kept tracked, the records
+     * of a busy log were half of a scan's time in collections walking them. */
+    if (PyObject_IS_GC(obj)) PyObject_GC_UnTrack(obj);
+    return obj;
+fail:
+    for (int i = 0; i < n; i++) Py_XDECREF(fields[i]);
+    return NULL;
+}
+
+static PyObject *make0(int k, PyObject *h) {
+    PyObject *f[1] = {h};
+    Py_INCREF(h);
+    return make(k, f);
+}
+static PyObject *make3(int k, PyObject *h, PyObject *a, PyObject *b) {
+    PyObject *f[3] = {h, a, b};
+    Py_INCREF(h);
+    return make(k, f);
+}
+static PyObject *make4(int k, PyObject *h, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *f[4] = {h, a, b, c};
+    Py_INCREF(h);
+    return make(k, f);
+}
+static PyObject *make5(int k, PyObject *h, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *f[5] = {h, a, b, c, d};
+    Py_INCREF(h);
+    return make(k, f);
+}
+
+static PyObject *borrowed(PyObject *o) {
+    Py_INCREF(o);
+    return o;
+}
+
+#define DONE(rec) ((*out = (rec)) != NULL ? REC : FAIL)
+
+/* ------------------------------------------------------------------ the handlers
+ * Each mirrors the Python handler of the same name in parser.py: (line, m, e, h), the
+ * message is line[m:e]. REC sets *out; NONE is the handler's None; PUNT hands the line back. */
+
+static int request_message(const char *s, Py_ssize_t m, Py_ssize_t j, Py_ssize_t e, PyObject *h,
+                           PyObject **out) {
+    Py_ssize_t k = j + 2;
+    if (STARTS(s, k, e, "Setting state from ")) {
+        PyObject *tail = PyBytes_FromStringAndSize(s + k + 19, e - (k + 19) > 0 ? e - (k + 19) : 0);
+        if (!tail) return FAIL;
+        PyObject *states = PyDict_GetItemWithError(transitions, tail);
+        Py_DECREF(tail);
+        if (!states) return PyErr_Occurred() ? FAIL : PUNT; /* Python fills the table */
+        if (!PyTuple_CheckExact(states) || PyTuple_GET_SIZE(states) != 2) return PUNT;
+        PyObject *raw = PyBytes_FromStringAndSize(s + m + 13, j - (m + 13));
+        if (!raw) return FAIL;
+        PyObject *rid = PyDict_GetItemWithError(ids, raw);
+        if (rid) {
+            Py_INCREF(rid);
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(raw);
+            return FAIL;
+        } else { /* as _request_message fills the table: cleared past 4096 ids */
+            int r = ident(s, m + 13, j, &rid);
+            if (r != REC) {
+                Py_DECREF(raw);
+                return r;
+            }
+            if (PyDict_GET_SIZE(ids) > 4096) PyDict_Clear(ids);
+            if (PyDict_SetItem(ids, raw, rid) < 0) {
+                Py_DECREF(raw);
+                Py_DECREF(rid);
+                return FAIL;
+            }
+        }
+        Py_DECREF(raw);
+        return DONE(make4(K_STATE, h, rid, borrowed(PyTuple_GET_ITEM(states, 0)),
+                          borrowed(PyTuple_GET_ITEM(states, 1))));
+    }
+    if (STARTS(s, k, e, "prepared: ")) {
+        Py_ssize_t stop = FIND(s, k, e, "\\n");
+        if (stop < 0) stop = e;
+        Py_ssize_t p = FIND(s, k, stop, ", model: ");
+        if (p < 0) return NONE;
+        Py_ssize_t q = FIND(s, p + 9, stop, ",");
+        if (q < 0) return NONE;
+        Py_ssize_t v = FIND(s, q, stop, "actual version: ");
+        if (v < 0) return NONE;
+        Py_ssize_t bs = FIND(s, v, stop, "batch size: ");
+        if (bs < 0) return NONE;
+        Py_ssize_t t = FIND(s, bs, stop, "timeout (us): ");
+        if (t < 0) return NONE;
+        Py_ssize_t vc = FIND(s, v, stop, ",");
+        Py_ssize_t bc = FIND(s, bs, stop, ",");
+        if (vc < 0 || bc < 0) return PUNT;
+        long long version = number(s, v + 16, vc);
+        long long batch = number(s, bs + 12, bc);
+        long long timeout = number(s, t + 14, stop);
+        if (version < 0 || batch < 0 || timeout < 0) return PUNT;
+        PyObject *rid;
+        int r = ident(s, m + 13, j, &rid);
+        if (r != REC) return r;
+        PyObject *f[6] = {borrowed(h), rid, token(s, p + 9, q), PyLong_FromLongLong(version),
+                          PyLong_FromLongLong(batch), PyLong_FromLongLong(timeout)};
+        return DONE(make(K_PREP, f));
+    }
+    return NONE;
+}
+
+static int h_request(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (!STARTS(s, m, e, "[request id: ")) return NONE;
+    Py_ssize_t j = FIND(s, m + 13, e, "] ");
+    if (j < 0) return NONE;
+    int r = request_message(s, m, j, e, h, out);
+    /* None from the first "] " sends Python on to the next ones: its business */
+    return r == NONE ? PUNT : r;
+}
+
+static int h_python_be(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (STARTS(s, m, e, "model configuration:")) return PUNT;
+    if (STARTS(s, m, e, "model ")) {
+        Py_ssize_t i = FIND(s, m, e, ", instance ");
+        if (i < 0) return NONE;
+        Py_ssize_t x = FIND(s, i, e, ", executing ");
+        if (x < 0 || !(ENDS(s, m, e, " requests"))) return NONE;
+        long long count = number(s, x + 12, e - 9);
+        if (count < 0) return PUNT;
+        return DONE(make4(K_EXEC, h, token(s, m + 6, i), token(s, i + 11, x),
+                          PyLong_FromLongLong(count)));
+    }
+    if (STARTS(s, m, e, "TRITONBACKEND_ModelInstanceExecute: model instance name ")) {
+        Py_ssize_t r = rfind(s, m, e, " released ", 10);
+        if (r < 0 || !(ENDS(s, m, e, " requests"))) return NONE;
+        long long count = number(s, r + 10, e - 9);
+        if (count < 0) return PUNT;
+        return DONE(make3(K_REL, h, token(s, m + 56, r), PyLong_FromLongLong(count)));
+    }
+    return PUNT; /* _h_stub's */
+}
+
+static int h_response(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (!STARTS(s, m, e, "add response output: output: ")) return NONE;
+    Py_ssize_t t = FIND(s, m, e, ", type: ");
+    if (t < 0) return NONE;
+    Py_ssize_t sh = FIND(s, t, e, ", shape: [");
+    if (sh < 0 || s[e - 1] != ']') return NONE;
+    Py_ssize_t a = sh + 10, b = e - 1;
+    Py_ssize_t n = 0;
+    if (b > a) {
+        n = 1;
+        for (Py_ssize_t i = a; i < b; i++) n += s[i] == ',';
+    }
+    PyObject *shape = PyTuple_New(n);
+    if (!shape) return FAIL;
+    for (Py_ssize_t d = 0, at = a; d < n; d++) {
+        Py_ssize_t stop = at;
+        while (stop < b && s[stop] != ',') stop++;
+        long long v = number(s, at, stop);
+        if (v < 0) {
+            Py_DECREF(shape);
+            return PUNT;
+        }
+        PyObject *dim = PyLong_FromLongLong(v);
+        if (!dim) {
+            Py_DECREF(shape);
+            return FAIL;
+        }
+        PyTuple_SET_ITEM(shape, d, dim);
+        at = stop + 1;
+    }
+    return DONE(make5(K_RESP, h, borrowed(s_empty), token(s, m + 29, t), token(s, t + 8, sh), shape));
+}
+
+static int method_path(const char *s, Py_ssize_t p, Py_ssize_t e, PyObject *h, PyObject *protocol,
+                       PyObject **out) {
+    Py_ssize_t sp = FIND(s, p, e, " ");
+    if (sp < 0 || !digits(s, p, sp)) return NONE;
+    PyObject *num = PyBytes_FromStringAndSize(s + p, sp - p);
+    if (!num) return FAIL;
+    PyObject *method = PyDict_GetItemWithError(http_methods, num);
+    Py_DECREF(num);
+    if (method && PyObject_IsTrue(method) == 1)
+        Py_INCREF(method);
+    else if (PyErr_Occurred())
+        return FAIL;
+    else
+        method = token(s, p, sp);
+    return DONE(make4(K_FRONT, h, borrowed(protocol), method, text(s, sp + 1, e)));
+}
+
+static int h_http(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (STARTS(s, m, e, "HTTP request: ")) return method_path(s, m + 14, e, h, s_http, out);
+    if (STARTS(s, m, e, "SageMaker request: "))
+        return method_path(s, m + 19, e, h, s_sagemaker, out);
+    return NONE;
+}
+
+static int h_grpc(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (STARTS(s, m, e, "New request handler for ")) {
+        Py_ssize_t c = FIND(s, m + 24, e, ",");
+        if (c < 0) return NONE;
+        return DONE(make4(K_FRONT, h, borrowed(s_grpc), token(s, m + 24, c), borrowed(s_empty)));
+    }
+    if (STARTS(s, m, e, "Cancellation notification received for ")) {
+        Py_ssize_t c = FIND(s, m + 39, e, ",");
+        if (c < 0) return NONE;
+        return DONE(make4(K_CANCEL, h, borrowed(s_grpc), token(s, m + 39, c), text(s, m, e)));
+    }
+    return NONE;
+}
+
+static int h_stream(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (STARTS(s, m, e, "ModelStreamInferHandler::StreamInferComplete, ")) {
+        Py_ssize_t st = FIND(s, m, e, " step ");
+        Py_ssize_t i = st < 0 ? -1 : FIND(s, st, e, ", callback index ");
+        Py_ssize_t f = i < 0 ? -1 : FIND(s, i, e, ", flags ");
+        Py_ssize_t n = f < 0 ? -1 : FIND(s, f, e, ", response is nullptr ");
+        if (n < 0) return NONE;
+        long long index = number(s, i + 17, f);
+        long long flags = number(s, f + 8, n);
+        if (index < 0 || flags < 0) return PUNT;
+        int empty = e - (n + 22) == 1 && s[n + 22] == '1';
+        return DONE(make5(K_SRESP, h, PyLong_FromLongLong(index), PyBool_FromLong(flags & 1),
+                          PyBool_FromLong(empty), token(s, st + 6, i)));
+    }
+    if (STARTS(s, m, e, "Process for ModelStreamInferHandler, rpc_ok=1, "))
+        return ENDS(s, m, e, " step READ") ? DONE(make0(K_SREAD, h)) : NONE;
+    return h_grpc(s, m, e, h, out);
+}
+
+static int h_grpc_server(const char *s, Py_ssize_t m, Py_ssize_t e, PyObject *h, PyObject **out) {
+    if (STARTS(s, m, e, "Process for ") && (ENDS(s, m, e, " step START"))) {
+        Py_ssize_t c = FIND(s, m, e, ", rpc_ok=1, ");
+        if (c < 0) return NONE;
+        return DONE(make4(K_FRONT, h, borrowed(s_grpc), token(s, m + 12, c), borrowed(s_empty)));
+    }
+    return NONE;
+}
+
+/* ------------------------------------------------------------------ the line loop */
+
+static int count(const char *s, Py_ssize_t n, const char *pat, Py_ssize_t plen) {
+    int c = 0;
+    for (Py_ssize_t at = find(s, 0, n, pat, plen); at >= 0; at = find(s, at + plen, n, pat, plen))
+        c++;
+    return c;
+}
+
+static int block_after(const char *s, Py_ssize_t n) {
+    return s[n - 3] == ':' || (s[n - 4] == ':' && s[n - 3] == ' ');
+}
+
+static long long glog_base(PyObject *glog, const char *s) {
+    PyObject *key = PyBytes_FromStringAndSize(s + 1, 13);
+    if (!key) return -2;
+    PyObject *base = PyDict_GetItemWithError(glog, key);
+    Py_DECREF(key);
+    if (!base) return PyErr_Occurred() ? -2 : -1;
+    long long v = PyLong_AsLongLong(base);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return v < 0 || v > LLONG_MAX - 1000000000LL ? -1 : v;
+}
+
+/* One line: REC (a record appended), NONE (an INFO line of no interest, skipped), PUNT. */
+static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sources, PyObject *sink,
+                   long long *last_at, int *block) {
+    if (!PyBytes_CheckExact(line)) return PUNT;
+    const char *s = PyBytes_AS_STRING(line);
+    Py_ssize_t n = PyBytes_GET_SIZE(line);
+    if (n <= 30 || s[n - 1] != '\n') return PUNT;
+    PyObject *level = levels[(unsigned char)s[0]];
+    if (!level || s[5] != ' ' || s[14] != '.' || s[21] != ' ') return PUNT;
+    if (count(s, n, ".cc:", 4) + count(s, n, ".h:", 3) >= 2) return PUNT; /* two lines glued */
+    Py_ssize_t sp = FIND(s, 22, n, " ");
+    if (sp < 0) return PUNT;
+    Py_ssize_t close = FIND(s, sp, n, "] ");
+    if (close < 0 || close <= sp) return PUNT;
+    long long base = glog_base(glog, s);
+    if (base == -2) return FAIL;
+    if (base < 0) return PUNT;
+    if (s[close + 2] != '"' || s[n - 2] != '"' || !(close + 3 < n - 2) || !digits(s, 15, 21) ||
+        !digits(s, 22, sp))
+        return PUNT;
+    PyObject *key = PyBytes_FromStringAndSize(s + sp + 1, close - sp - 1);
+    if (!key) return FAIL;
+    PyObject *src = PyDict_GetItemWithError(sources, key);
+    Py_DECREF(key);
+    if (!src) return PyErr_Occurred() ? FAIL : PUNT;
+    if (!PyTuple_CheckExact(src) || PyTuple_GET_SIZE(src) != 4) return PUNT;
+    long long micros = number(s, 15, 21);
+    long long at_ns = base + micros * 1000;
+    PyObject *handler = PyTuple_GET_ITEM(src, 0);
+    PyObject *prefixes = PyTuple_GET_ITEM(src, 3);
+    Py_ssize_t m = close + 3, e = n - 2;
+    if (handler != Py_None) {
+        if (!PyTuple_CheckExact(prefixes)) return PUNT;
+        int hit = 0;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes) && !hit; i++) {
+            PyObject *p = PyTuple_GET_ITEM(prefixes, i);
+            if (!PyBytes_CheckExact(p)) return PUNT;
+            hit = starts(s, m, n, PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p));
+        }
+        if (hit) {
+            PyObject *code_obj = PyDict_GetItemWithError(handler_codes, handler);
+            if (!code_obj) return PyErr_Occurred() ? FAIL : PUNT;
+            long code = PyLong_AsLong(code_obj);
+            PyObject *f[5] = {PyLong_FromLongLong(at_ns), borrowed(level),
+                              borrowed(PyTuple_GET_ITEM(src, 1)), borrowed(PyTuple_GET_ITEM(src, 2)),
+                              PyLong_FromLongLong(off)};
+            PyObject *h = make(K_HDR, f);
+            if (!h) return FAIL;
+            PyObject *rec = NULL;
+            int r;
+            switch (code) {
+            case H_REQUEST: r = h_request(s, m, e, h, &rec); break;
+            case H_PYTHON_BE: r = h_python_be(s, m, e, h, &rec); break;
+            case H_RESPONSE: r = h_response(s, m, e, h, &rec); break;
+            case H_HTTP: r = h_http(s, m, e, h, &rec); break;
+            case H_GRPC: r = h_grpc(s, m, e, h, &rec); break;
+            case H_STREAM: r = h_stream(s, m, e, h, &rec); break;
+            case H_GRPC_SERVER: r = h_grpc_server(s, m, e, h, &rec); break;
+            default: r = PUNT;
+            }
+            Py_DECREF(h);
+            if (r == REC) {
+                int bad = PyList_Append(sink, rec);
+                Py_DECREF(rec);
+                if (bad) return FAIL;
+                *last_at = at_ns;
+                *block = block_after(s, n);
+                return REC;
+            }
+            if (r != NONE) return r;
+        }
+    }
+    if (level != info_level) return PUNT;
+    *last_at = at_ns;
+    *block = block_after(s, n);
+    return NONE;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *lines, *sink, *glog, *sources, *last_at_in, *off_in;
+    Py_ssize_t i;
+    long long off, last_at = 0;
+    int block;
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!", &PyList_Type, &lines, &i, &PyList_Type, &sink,
+                          &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &sources))
+        return NULL;
+    Py_ssize_t n_rec = 0, n_info = 0, start = i;
+    off = PyLong_AsLongLong(off_in);
+    if (off == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear(); /* an offset past 2**63 (a fuzzer's): Python reads every line */
+        return Py_BuildValue("nOOinnn", i, off_in, last_at_in, block, 0, 0, 0);
+    }
+    for (; i < PyList_GET_SIZE(lines); i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        if (PyBytes_CheckExact(line) && off > LLONG_MAX - PyBytes_GET_SIZE(line)) break;
+        int r = line_of(line, off, glog, sources, sink, &last_at, &block);
+        if (r == FAIL) return NULL;
+        if (r == PUNT) break;
+        n_rec += r == REC;
+        n_info += r == NONE;
+        off += PyBytes_GET_SIZE(line);
+    }
+    /* last_at stays the caller's object (any int: a fuzzed year) until a line here sets it */
+    if (i == start) return Py_BuildValue("nOOinnn", i, off_in, last_at_in, block, 0, 0, 0);
+    return Py_BuildValue("nLLinnn", i, off, last_at, block, i - start, n_rec, n_info);
+}
+
+static int kind_of(int k, PyObject *spec) {
+    /* spec: (class, (member descriptor, ...)) in the fields' order */
+    PyObject *cls, *members;
+    if (!PyArg_ParseTuple(spec, "O!O!", &PyType_Type, &cls, &PyTuple_Type, &members)) return -1;
+    if (PyTuple_GET_SIZE(members) != k_fields[k]) {
+        PyErr_Format(PyExc_ValueError, "record %d: %d fields expected", k, k_fields[k]);
+        return -1;
+    }
+    kinds[k].type = (PyTypeObject *)cls;
+    for (int i = 0; i < k_fields[k]; i++) {
+        PyObject *d = PyTuple_GET_ITEM(members, i);
+        if (Py_TYPE(d) != &PyMemberDescr_Type) {
+            PyErr_SetString(PyExc_TypeError, "a slot's member descriptor expected");
+            return -1;
+        }
+        PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
+        if (def->type != T_OBJECT_EX || (def->flags & READONLY)) {
+            PyErr_SetString(PyExc_TypeError, "a writable object slot expected");
+            return -1;
+        }
+        kinds[k].offsets[i] = def->offset;
+    }
+    return 0;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *level_map, *info, *specs, *codes, *methods, *strs, *trans, *id_map;
+    if (!PyArg_ParseTuple(args, "O!OO!O!O!O!O!O!", &PyDict_Type, &level_map, &info, &PyTuple_Type,
+                          &specs, &PyDict_Type, &codes, &PyDict_Type, &methods, &PyDict_Type, &strs,
+                          &PyDict_Type, &trans, &PyDict_Type, &id_map))
+        return NULL;
+    if (PyTuple_GET_SIZE(specs) != K_N) {
+        PyErr_SetString(PyExc_ValueError, "one spec per record kind expected");
+        return NULL;
+    }
+    for (int k = 0; k < K_N; k++)
+        if (kind_of(k, PyTuple_GET_ITEM(specs, k)) < 0) return NULL;
+    memset(levels, 0, sizeof(levels));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(level_map, &pos, &key, &value)) {
+        long b = PyLong_AsLong(key);
+        if (b < 0 || b > 255) {
+            PyErr_SetString(PyExc_ValueError, "levels: byte keys expected");
+            return NULL;
+        }
+        levels[b] = value;
+    }
+    Py_XDECREF(config);
+    config = Py_BuildValue("(OOOOOOOOO)", level_map, info, specs, codes, methods, strs, trans, id_map,
+                           Py_None);
+    if (!config) return NULL;
+    info_level = info;
+    handler_codes = codes;
+    http_methods = methods;
+    str_cache = strs;
+    transitions = trans;
+    ids = id_map;
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods_table[] = {
+    {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
+    {"scan", scan, METH_VARARGS,
+     "scan(lines, i, sink, offset, last_at, block, glog, sources) -> "
+     "(i, offset, last_at, block, lines, records, info)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_hotpath", NULL, -1, methods_table, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__hotpath(void) {
+    s_empty = PyUnicode_InternFromString("");
+    s_http = PyUnicode_InternFromString("http");
+    s_sagemaker = PyUnicode_InternFromString("sagemaker");
+    s_grpc = PyUnicode_InternFromString("grpc");
+    if (!s_empty || !s_http || !s_sagemaker || !s_grpc) return NULL;
+    return PyModule_Create(&module);
+}

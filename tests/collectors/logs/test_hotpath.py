@@ -1,0 +1,209 @@
+"""The compiled hot path (``collectors/logs/_hotpath.c``) gives exactly the Python parser's
+records and counts.
+
+Every recorded log in the repository (real Triton 2.51 and older-format recordings: the demo's
+``tests/fixtures/recordings``, the foreign corpus ``tests/fixtures/foreign``, the parser fixtures
+``tests/fixtures/logs``) is parsed both ways, in windows at its start, middle and end; then
+mutated real lines, and the lines the C code must hand back to Python (signed numbers, escaped
+ids, glued lines, a cut line, unknown files, a full id table).
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.logs import parser
+from collectors.logs.parser import Event, ParseStats, parse_lines
+from tests.hypothesis_profiles import examples
+
+REPO = Path(__file__).resolve().parents[3]
+_WINDOW = 300
+_SHARDS = 6
+
+
+def _parse(lines: list[bytes], compiled: bool, **kw: object) -> tuple[list[Event], ParseStats]:
+    saved = parser._SCAN
+    parser._SCAN = saved if compiled else None
+    try:
+        stats = ParseStats()
+        records = list(parse_lines(lines, year=2026, stats=stats, **kw))  # type: ignore[arg-type]
+    finally:
+        parser._SCAN = saved
+    return records, stats
+
+
+def _same_both_ways(lines: list[bytes], **kw: object) -> list[Event]:
+    ours, our_stats = _parse(lines, True, **kw)
+    theirs, their_stats = _parse(lines, False, **kw)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=False)):
+        assert a == b, f"record {i}: compiled {a!r}, Python {b!r}"
+    assert len(ours) == len(theirs)
+    assert our_stats == their_stats
+    return ours
+
+
+def test_the_compiled_path_is_built() -> None:
+    """Production runs the C path; a build without it (no compiler at install time) parses
+    at a quarter of the speed, so CI must not pass on one unnoticed."""
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        pytest.skip("TRITON_OBS_PURE_PARSER=1 asks for the Python path")
+    assert parser._SCAN is not None, (
+        "collectors/logs/_hotpath.c was not built: install a C compiler and the Python headers "
+        "(apt-get install gcc python3-dev), then pip install -e . again"
+    )
+
+
+def _sources() -> list[Path]:
+    return sorted((REPO / "tests/fixtures/logs").glob("*.log")) + sorted(
+        (REPO / "tests/fixtures").glob("*/*/bundle.tar.gz")
+    )
+
+
+def _logs(source: Path) -> Iterator[tuple[str, bytes]]:
+    if source.suffix == ".log":
+        yield source.name, source.read_bytes()
+        return
+    with tarfile.open(source) as tf:
+        for member in tf:
+            if member.isfile() and member.name.endswith(".log"):
+                data = tf.extractfile(member).read()  # type: ignore[union-attr]
+                yield f"{source.parent.name}/{member.name}", data
+
+
+def _windows(data: bytes) -> Iterator[tuple[int, list[bytes]]]:
+    """(byte offset, lines) of three windows: the load, the middle of serving, the end."""
+    lines = data.splitlines(keepends=True)
+    starts = sorted({0, max(0, len(lines) // 2 - _WINDOW // 2), max(0, len(lines) - _WINDOW)})
+    for start in starts:
+        yield sum(map(len, lines[:start])), lines[start : start + _WINDOW]
+
+
+@pytest.mark.parametrize("shard", range(_SHARDS))
+def test_every_recorded_log_parses_the_same_both_ways(shard: int) -> None:
+    sources = _sources()
+    assert len(sources) > 300
+    read = 0
+    for source in sources[shard::_SHARDS]:
+        for name, data in _logs(source):
+            for offset, window in _windows(data):
+                try:
+                    read += len(_same_both_ways(window, offset=offset))
+                except AssertionError as err:
+                    raise AssertionError(f"{name} at byte {offset}: {err}") from None
+    assert read > 10_000
+
+
+def _real_lines() -> list[bytes]:
+    data = (REPO / "tests/fixtures/logs").glob("*.log")
+    return [line for p in sorted(data) for line in p.read_bytes().splitlines(keepends=True)]
+
+
+_REAL = _real_lines()
+_BYTES = st.sampled_from(
+    [b"", b"\x00", b"\xff", b"\xc3", b"\\", b'"', b"] ", b",", b" ", b"-", b"+", b"_", b"0",
+     b"9", b"\n", b"\r", b":", b".cc:", b"<id_unknown>", b"99999999999999999999"]
+)  # fmt: skip
+
+
+@given(
+    picks=st.lists(st.integers(0, len(_REAL) - 1), min_size=1, max_size=40),
+    cuts=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 3), _BYTES), max_size=8),
+)
+@settings(max_examples=examples(300), deadline=None)
+def test_mutated_real_lines_parse_the_same_both_ways(
+    picks: list[int], cuts: list[tuple[int, int, bytes]]
+) -> None:
+    lines = [_REAL[i] for i in picks]
+    for at, drop, put in cuts:
+        k = at % len(lines)
+        line = lines[k]
+        j = at % (len(line) + 1)
+        lines[k] = line[:j] + put + line[j + drop :]
+    _same_both_ways(lines)
+    _same_both_ways(lines, final=False)
+
+
+_HEAD = b"I1122 03:20:14.655239 2106 "
+
+
+def _line(src: str, msg: str, head: bytes = _HEAD) -> bytes:
+    return head + src.encode() + b'] "' + msg.encode() + b'"\n'
+
+
+_HANDED_BACK = [
+    _line("python_be.cc:1395", "model m, instance m_0, executing +3 requests"),
+    _line("python_be.cc:1395", "model m, instance m_0, executing 1_0 requests"),
+    _line("python_be.cc:1395", "model m, instance m_0, executing 99999999999999999999 requests"),
+    _line("infer_request.cc:131", "[request id: a\\u00e9] Setting state from PENDING to EXECUTING"),
+    _line("infer_request.cc:131", "[request id: x] y] Setting state from PENDING to EXECUTING"),
+    _line("infer_request.cc:131", "[request id: r] Setting state from A B"),
+    _line(
+        "infer_request.cc:1034",
+        "[request id: r] prepared: [0x1] request id: r, model: m, requested model version: -1, "
+        "actual version: -1, flags: 0x0, correlation id: 0, batch size: 1, priority: 0, "
+        "timeout (us): 0",
+    ),
+    _line("infer_response.cc:174", "add response output: output: OUT, type: FP32, shape: [-1,3]"),
+    _line("infer_response.cc:174", "add response output: output: OUT, type: FP32, shape: [1, 3]"),
+    _line("infer_response.cc:174", "add response output: output: OUT, type: FP32, shape: []"),
+    _line("python_be.cc:1395", 'model configuration:\\n{\\"name\\": \\"m\\"}'),
+    _line("pb_stub.cc:1", "Stub process 'm_0' is not healthy"),
+    _line("unknown_file.cc:7", "anything at all"),
+    _line("http_server.cc:4694", "HTTP request: 2 /v2/models/m/infer")[:-1],  # cut: no newline
+    _line("http_server.cc:4694", "HTTP request: 2 /v2/models/m/infer")[:-1] + b"\r\n",
+    _line("http_server.cc:4694", "HTTP request: 99 /v2/models/\xe9/infer"),
+    _line("grpc_server.cc:1", "Process for ModelInferHandler, rpc_ok=1, 7 step START"),
+    _line(
+        "stream_infer_handler.cc:1",
+        "ModelStreamInferHandler::StreamInferComplete, context 0, 0 step ISSUED, callback index -1,"
+        " flags 1, response is nullptr 0",
+    ),
+    _line("infer_handler.h:1", "Cancellation notification received for ModelInferHandler, rpc_ok=1")
+    + _line("infer_handler.h:2", "Cancellation notification received for X, rpc_ok=1"),
+    _line("infer_handler.cc:1", "New request handler for ModelInferHandler, 0")
+    + _line("infer_handler.cc:2", "New request handler for ModelInferHandler, 1")[:-1],
+    _line("python_be.cc:1395", "model m, instance m_0, executing 1 requests", b"W" + _HEAD[1:]),
+    _line("server.cc:1", "Model 'm' (version 1) has 2 in-flight inferences"),
+    b"2026-11-22T03:20:14Z I 2106 python_be.cc:1395] "
+    b'"model m, instance m_0, executing 1 requests"\n',
+    b"I9922 03:20:14.655239 2106 python_be.cc:1395] "
+    b'"model m, instance m_0, executing 1 requests"\n',
+    b"stub text glued " + _line("python_be.cc:1395", "model m, instance m_0, executing 1 requests"),
+    b"\n",
+    b"",
+]
+
+
+@pytest.mark.parametrize("line", _HANDED_BACK, ids=range(len(_HANDED_BACK)))
+def test_a_line_the_c_code_is_unsure_of_reads_as_python_reads_it(line: bytes) -> None:
+    ok = _line("python_be.cc:1395", "model m, instance m_0, executing 2 requests")
+    for lines in ([line], [ok, line, ok], [line, line, ok]):
+        _same_both_ways(lines)
+        _same_both_ways(lines, final=False)
+
+
+def test_a_busy_log_past_the_id_table_reads_the_same() -> None:
+    """Past 4,096 request ids the id table is cleared, by either path, without a trace."""
+    lines = [
+        _line("infer_request.cc:131", f"[request id: r{i % 5000}] Setting state from A to B")
+        for i in range(12_000)
+    ]
+    records = _same_both_ways(lines)
+    assert len(records) == 12_000
+    assert {r.request_id for r in records} == {f"r{i}" for i in range(5000)}  # type: ignore[attr-defined]
+
+
+def test_records_are_the_parsers_own_types_and_survive_pickling() -> None:
+    import pickle
+
+    window = _REAL[:2000]
+    ours, _ = _parse(window, True)
+    assert ours and pickle.loads(pickle.dumps(ours)) == ours
+    assert {type(r).__module__ for r in ours} == {"observability.events"}
