@@ -1005,16 +1005,16 @@ def parse_lines(
                     last_at = st.at_ns
                     block = st.block
                     off += n
-            if pending is not None:
-                skipped["unterminated"] += 1
-                st.at_ns = last_at
-                st.block = block
-                if final:
-                    n_lines += 1
-                    for rec in _guarded(pending, off, st, stats, clock):
-                        n_rec += 1
-                        yield rec
-                    off += len(pending)
+        if pending is not None:
+            skipped["unterminated"] += 1
+            st.at_ns = last_at
+            st.block = block
+            if final:
+                n_lines += 1
+                for rec in _guarded(pending, off, st, stats, clock):
+                    n_rec += 1
+                    yield rec
+                off += len(pending)
     finally:
         stats.lines += n_lines
         stats.records += n_rec

@@ -207,3 +207,31 @@ def test_records_are_the_parsers_own_types_and_survive_pickling() -> None:
     ours, _ = _parse(window, True)
     assert ours and pickle.loads(pickle.dumps(ours)) == ours
     assert {type(r).__module__ for r in ours} == {"observability.events"}
+
+
+@pytest.mark.parametrize("run", [1, 2, 7])
+def test_the_runs_handed_to_the_scan_do_not_change_what_is_read(
+    run: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines are taken from the input ``_RUN`` at a time; a cut line (no newline: a CR-split
+    line, a write in flight) held across the end of a run is read once, at its offset."""
+    lines = _REAL[:300] + [b"\r", b"\x1c\r", b"cut", b"\x1c\r"] * 5 + _REAL[300:400] + [b"end"]
+    monkeypatch.setattr(parser, "_RUN", run)
+    for compiled in (True, False):
+        for final in (True, False):
+            records, stats = _parse(lines, compiled, final=final)
+            whole, whole_stats = _parse_whole(lines, final)
+            assert records == whole
+            assert stats == whole_stats
+    assert stats.resume_offset == sum(map(len, lines)) - len(b"end")
+
+
+def _parse_whole(lines: list[bytes], final: bool) -> tuple[list[Event], ParseStats]:
+    """The Python path with every line in one run."""
+    saved_run, saved_scan = parser._RUN, parser._SCAN
+    parser._RUN, parser._SCAN = len(lines), None
+    try:
+        stats = ParseStats()
+        return list(parse_lines(lines, year=2026, stats=stats, final=final)), stats
+    finally:
+        parser._RUN, parser._SCAN = saved_run, saved_scan
