@@ -71,10 +71,11 @@ def _logs(source: Path) -> Iterator[tuple[str, bytes]]:
         yield source.name, source.read_bytes()
         return
     with tarfile.open(source) as tf:
-        for member in tf:
+        for member in tf:  # a bundle's log comes after meta.json: the rest is not unpacked
             if member.isfile() and member.name.endswith(".log"):
                 data = tf.extractfile(member).read()  # type: ignore[union-attr]
                 yield f"{source.parent.name}/{member.name}", data
+                return
 
 
 def _windows(data: bytes) -> Iterator[tuple[int, list[bytes]]]:
