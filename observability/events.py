@@ -26,6 +26,7 @@ __all__ = [
     "MetricType",
     "ModelConfig",
     "ModelStateChange",
+    "RateLimiterPool",
     "RequestPrepared",
     "RequestStateChange",
     "ResponseOutput",
@@ -227,6 +228,19 @@ class WarmupRun:
     iteration: int
     """1, 2, ... up to the sample's ``count``; 0 on the line saying it failed."""
     failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimiterPool:
+    """The rate limiter's resource pool (``rate_limiter.cc``, ``Max Resource Map===>``), written
+    as each instance loads while the server runs ``--rate-limit=execution_count``: how many
+    copies of each resource there are. That the line is there says the rate limiter is on: a
+    request can then wait with its model's instances idle, for a copy that running batches of
+    any model sharing the resource hold. ``resources``: (device, resource, copies); the device
+    is ``GLOBAL`` or a GPU's number."""
+
+    header: LogRecord
+    resources: tuple[tuple[str, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)

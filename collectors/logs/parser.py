@@ -55,6 +55,7 @@ from observability.events import (
     LogRecord,
     ModelConfig,
     ModelStateChange,
+    RateLimiterPool,
     RequestPrepared,
     RequestStateChange,
     ResponseOutput,
@@ -90,6 +91,7 @@ Event = (
     | ErrorLine
     | StubOutput
     | WarmupRun
+    | RateLimiterPool
 )
 
 MAX_TEXT = 16384
@@ -140,6 +142,7 @@ _mk_stub = fast_ctor(StubHealth)
 _mk_err = fast_ctor(ErrorLine)
 _mk_out = fast_ctor(StubOutput)
 _mk_warm = fast_ctor(WarmupRun)
+_mk_pool = fast_ctor(RateLimiterPool)
 
 _LEVELS: dict[int, LogLevel] = {ord(lv.value): lv for lv in LogLevel}
 
@@ -534,6 +537,28 @@ def _h_stub(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
     return None
 
 
+_POOL_HEAD = b"\\nMax Resource Map===>"
+
+
+def _h_rate_limiter(line: bytes, m: int, e: int, h: _Hdr) -> Event | None:
+    """``rate_limiter.cc``'s pool: ``\\nMax Resource Map===>\\n`` then, per device, a
+    ``\\tDevice: GLOBAL`` line and a ``\\t\\tResource: NAME\\t Count: N`` line per resource."""
+    if not line.startswith(_POOL_HEAD, m):
+        return None
+    rows = [r.strip() for r in _text(b'"' + line[m:e] + b'"', _NULL_STATS).split("\n")]
+    device = ""
+    resources = []
+    for row in rows:
+        if row.startswith("Device: "):
+            device = row[8:].strip()
+        elif row.startswith("Resource: "):
+            name, sep, count = row[10:].rpartition("Count: ")
+            if not sep or not count.isdecimal():
+                return None
+            resources.append((device, name.strip(), int(count)))
+    return _mk_pool(h, tuple(resources))
+
+
 _STUB_DEATHS = (
     b"Failed to initialize Python stub",
     b" Non-graceful termination",
@@ -560,6 +585,7 @@ _DISPATCH = {
     b"pb_stub.cc": _h_stub,
     b"stub_launcher.cc": _h_stub,
     b"backend_model_instance.cc": _h_model_instance,
+    b"rate_limiter.cc": _h_rate_limiter,
 }
 """Source file -> handler. Keys are file names only: line numbers change between releases."""
 
@@ -578,6 +604,7 @@ _PREFIXES: dict[bytes, tuple[bytes, ...]] = {
     ),
     b"grpc_server.cc": (b"Process for ",),
     b"backend_model_instance.cc": (b"model '",),
+    b"rate_limiter.cc": (_POOL_HEAD,),
     b"model_lifecycle.cc": (b"loading: ", b"unloading: ", b"successfully ", b"failed to load '"),
     b"model_repository_manager.cc": (
         b"Poll failed for model directory '",

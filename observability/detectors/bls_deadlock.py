@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution
 from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
@@ -49,6 +50,15 @@ ADVICE = (
     "Bound every BLS call (asyncio.wait_for / a timeout on the waiting thread) and answer an "
     "error, since the python backend has no execution timeout and InferenceRequest(timeout=) "
     "only applies while queued."
+)
+
+
+POOL_ADVICE = (
+    "Do not declare the rate limiter's resource on a BLS parent's instance group when its "
+    "calls need the same resource (a parent waiting on its calls must not hold a copy they "
+    "need), or give the pool more copies than the parents can hold at once "
+    "(--rate-limit-resource=NAME:COUNT; without it Triton makes only as many as the largest "
+    "single request for it). Bound every BLS call with a timeout and answer an error."
 )
 
 
@@ -157,18 +167,28 @@ class BlsDeadlockDetector:
             if not r.request_id and r.prepared_ns <= limit and id(r) in waits.callers
         }
         held = {id(e): e for e in waits.stuck if waits.calls.get(id(e))}
+        pool = window.logs(ev.RateLimiterPool)
+        running = list(waits.instances.open.values())
         changed = True
         while changed:  # the greatest fixed point (module docstring)
             changed = False
             for key, r in list(blocked.items()):
                 holders = waits.instances.busy(r.model)
-                if not waits.instances.all_busy(r.model) or any(id(h) not in held for h in holders):
+                by_instances = waits.instances.all_busy(r.model) and all(
+                    id(h) in held for h in holders
+                )
+                if not by_instances and not (pool and _all_held(running, held)):
                     del blocked[key]
                     changed = True
             for key, e in list(held.items()):
                 if not all(_blocked_call(c, blocked, held) for c in waits.calls[id(e)]):
                     del held[key]
                     changed = True
+        # Blocked with instances idle: waiting for the rate limiter's copies. They keep the
+        # batches waiting on them blocked, but a cycle through instances is told first.
+        copies = [r for r in blocked.values() if not waits.instances.all_busy(r.model)]
+        for r in copies:
+            del blocked[id(r)]
         out: dict[str, Finding] = {}
         cycles: dict[str, tuple[bool, set[int]]] = {}
         learned = callees(waits.instances)
@@ -193,7 +213,94 @@ class BlsDeadlockDetector:
         for model, (usual, batches) in cycles.items():
             if usual and any(not u and batches & b for m, (u, b) in cycles.items() if m != model):
                 del out[model]
+        if not out and copies:
+            found = self._pool_finding(now, copies, running, pool[-1], waits)
+            return [] if found is None else [found]
         return list(out.values())
+
+    def _pool_finding(
+        self,
+        now: int,
+        queued: list[Admitted],
+        running: list[Execution],
+        pool: ev.RateLimiterPool,
+        waits: Waits,
+    ) -> Finding | None:
+        """Every running batch holds a copy of the rate limiter's resources and waits on
+        calls that the rate limiter will not start until a copy is free, though their models
+        have idle instances (Triton's ``--rate-limit=execution_count``)."""
+        live = {id(e) for e in running}
+        callers = {id(c): c for r in queued for c in waits.callers[id(r)] if id(c) in live}
+        if not callers:
+            return None
+        by_model: dict[str, list[Execution]] = {}
+        for e in sorted(callers.values(), key=lambda e: e.start_ns):
+            by_model.setdefault(e.model, []).append(e)
+        model, holders = max(by_model.items(), key=lambda kv: len(kv[1]))
+        called = sorted({r.model for r in queued})
+        oldest = min(queued, key=lambda r: r.prepared_ns)
+        idle = {}
+        for m in called:
+            known = len(waits.instances.model_instances.get(m, set()))
+            idle[m] = (
+                f"{known - len(waits.instances.busy(m))} of {m}'s {known} known instances idle"
+                if known
+                else f"no batch of {m} started in the window"
+            )
+        copies = ", ".join(f"{name}: {count}" for _device, name, count in pool.resources)
+        names = ", ".join(e.instance for e in holders)
+        summary = (
+            f"Every batch running holds a copy of the rate limiter's resources "
+            f"({copies or 'the pool'}) and waits on BLS calls that cannot start: "
+            f"{len(holders)} {'batches' if len(holders) > 1 else 'batch'} of {model} ({names}) "
+            f"{'have' if len(holders) > 1 else 'has'} been executing for up to "
+            f"{max(e.age_s(now) for e in holders):.1f} s, waiting on {len(queued)} call(s) to "
+            f"{', '.join(called)} queued for up to {(now - oldest.prepared_ns) / 1e9:.1f} s, "
+            + "; ".join(idle[m] for m in called)
+            + ". The rate limiter (--rate-limit=execution_count) starts no call until a batch "
+            "releases a copy, and no batch releases one before its calls finish: a deadlock "
+            "through the rate limiter's resource pool. The requests carry no id, so the cycle "
+            "is read from instance lifecycles and admission times."
+        )
+        evidence = [
+            Evidence(
+                "log",
+                e.start_ns,
+                log_ref(e.offset),
+                f"model {e.model}, instance {e.instance}, executing {e.count} requests; not "
+                f"released after {e.age_s(now):.1f} s",
+            )
+            for e in holders
+        ]
+        evidence += [
+            Evidence(
+                "log",
+                r.prepared_ns,
+                log_ref(r.offset),
+                f"prepared: model {r.model} (no request id); never executing",
+            )
+            for r in sorted(queued, key=lambda r: r.prepared_ns)[: self.max_victims_named]
+        ]
+        evidence.append(
+            Evidence(
+                "log",
+                pool.header.at_ns,
+                log_ref(pool.header.offset),
+                f"rate limiter: Max Resource Map ({copies or 'no resource'})",
+            )
+        )
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=model,
+            instance=holders[0].instance,
+            request_id=holders[0].ids[0] if holders[0].ids else None,
+            first_seen_ns=min(now, oldest.prepared_ns + int(self.min_pending_s * 1e9)),
+            last_seen_ns=now,
+            summary=summary,
+            evidence=tuple(evidence),
+            advice=POOL_ADVICE,
+        )
 
     def _idless_finding(
         self,
@@ -277,6 +384,12 @@ class BlsDeadlockDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+def _all_held(running: list[Execution], held: dict[int, Execution]) -> bool:
+    """Every batch running is a blocked one: no copy of the rate limiter's resources will be
+    released (a copy is held from a batch's start to its release)."""
+    return bool(running) and all(id(e) in held for e in running)
 
 
 def _reaches(waits: Waits, start: list[Execution], target: Execution) -> bool:

@@ -44,7 +44,9 @@ __all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_o
 
 _IDLE_SLACK_NS = 500_000_000
 """How long an idle instance may leave a queued request waiting (a dynamic batcher's queue
-delay, a starved thread): longer, and the request was not really queued."""
+delay, a starved thread): longer, and the request was not really queued. Not while the rate
+limiter is on (a ``RateLimiterPool`` line): a request then waits with its model's instances
+idle until a copy of its resources is free."""
 
 _MAX_QUEUED = 100_000
 """Admitted requests remembered per model; beyond that the oldest are forgotten."""
@@ -188,6 +190,8 @@ def instances_of(window: Window) -> Instances:
             ev.RequestStateChange,
             ev.StubOutput,
             ev.WarmupRun,
+            ev.RateLimiterPool,
+            ev.ModelConfig,
         ),
         {ev.RequestStateChange: _kept_state, ev.StubOutput: _crash},
     )
@@ -260,8 +264,16 @@ def build_instances(
     returns is a load that never ends, ``model_load_stuck``'s, not a hang of the served
     copy)."""
 
+    limited = False
+    """The rate limiter is on: a request may wait with its model's instances idle."""
+    configured: set[str] = set()
+    """Models whose backend logged their configuration (a python model: instances of its
+    own, unlike an ensemble)."""
+
     def prune(model: str, before_ns: int) -> None:
         queue = queues.get(model)
+        if limited:
+            return
         while queue and queue[0].prepared_ns < before_ns:
             queue.popleft()
 
@@ -288,6 +300,10 @@ def build_instances(
             queues.clear()
             recent.clear()
             idle_from.clear()
+        elif isinstance(rec, ev.RateLimiterPool):
+            limited = True
+        elif isinstance(rec, ev.ModelConfig):
+            configured.add(rec.model)
         elif isinstance(rec, ev.WarmupRun):
             if not rec.failed:
                 warming[rec.instance] = rec.model
@@ -393,8 +409,11 @@ def build_instances(
     for name, kept in shadowed.items():
         for k, e in enumerate(kept, start=1):
             open_[f"{name}#{k}"] = e  # keyed apart; its ``instance`` is the name Triton logs
-    queued = {m: list(q) for m, q in queues.items() if m in model_instances and q}
-    instanceless = frozenset(m for m, q in queues.items() if q and m not in model_instances)
+    # Under the rate limiter a model whose instances never got a copy has none seen
+    # executing, but it is no ensemble: its backend logged its configuration.
+    serving = model_instances.keys() | (configured if limited else set())
+    queued = {m: list(q) for m, q in queues.items() if m in serving and q}
+    instanceless = frozenset(m for m, q in queues.items() if q and m not in serving)
     return Instances(
         executions,
         open_,

@@ -115,38 +115,6 @@ GAPS: dict[str, str] = {
     "of the window: capacity.py needs requests queued at every scrape (a model busy at its "
     "limit), so a hang under a light load, which leaves the queue empty, is not seen; with "
     "one completion per client answer a fall in completions is then the clients' own rate",
-    # Round 37 (rl, Triton's rate limiter over a BLS router and its child): see the README.
-    "rl_resource_deadlock": "only hung_request critical rl_router ('2 of 2 known "
-    "instance(s) of rl_router have been executing one batch past its 2.13 s deadline ... no "
-    "BLS call of it has been open for more than 0.5 s: its execute is stuck'). The server "
-    "ran --rate-limit=execution_count with 2 copies of the global resource score_licence "
-    '(options table \'rate_limit_resource[0] {"name":"score_licence", "count":2 '
-    "\"device\":-1}', rate_limiter.cc:999 'Max Resource Map===> Device: GLOBAL Resource: "
-    "score_licence Count: 2', each model's configuration JSON with 'rate_limiter': "
-    "{'resources': [{'name': 'score_licence', 'global': true, 'count': 1}]}); at "
-    "21:44:54.610 rl_router_0_0 started beside rl_router_0_1 and the 8 rl_score calls "
-    "admitted right after went 'INITIALIZED to PENDING' and never EXECUTING, with 0 of 8 "
-    "rl_score instances busy; nv_inference_pending_request_count rl_score 8, rl_router 4 at "
-    "the end. bls_deadlock's id-less fixed point ('if not "
-    "waits.instances.all_busy(r.model) ...', as waits._waits_only_on_stuck) drops a queued "
-    "call whose model has a free instance, so a call blocked by the rate limiter, not by an "
-    "instance, never enters the cycle; no "
-    "detector reads the rate limiter's resource pool (the count in the options table, each "
-    "instance group's resources) to see that every copy is held by executions waiting on "
-    "the queued calls",
-    "rl_default_pool_deadlock": "hung_request critical rl_router ('1 of 1 known "
-    "instance(s) of rl_router ... rl_router_0_0 (39.9 s, batch of 1); no BLS call of it has "
-    "been open for more than 0.5 s') and model_stalled critical rl_score (queued, no batch "
-    "of it ever started). --rate-limit=execution_count without "
-    "--rate-limit-resource: the options table has 'rate_limit | EXEC_COUNT' and no "
-    "rate_limit_resource row, and rate_limiter.cc:999 says 'Max Resource Map===> Device: "
-    "GLOBAL Resource: score_licence Count: 1' (the largest count an instance asks for). The "
-    "window's only execution is rl_router_0_0 at 21:50:22.896 (0.07 s after the capture "
-    "began); its 4 rl_score calls go 'INITIALIZED to PENDING' and no further, the second "
-    "router instance never executes (it needs the copy too); pending rl_score 4, rl_router "
-    "4-6 at every later scrape; all 7 client requests time out. As rl_resource_deadlock, the "
-    "id-less fixed point drops queued calls to a model with free instances (8 idle), and "
-    "nothing reads the resource pool",
 }
 """Scenario -> the precise detector gap that makes it fail today (see
 tests/fixtures/foreign/README.md for the evidence)."""

@@ -35,6 +35,7 @@ from observability.events import (
     LogRecord,
     ModelConfig,
     ModelStateChange,
+    RateLimiterPool,
     RequestPrepared,
     RequestStateChange,
     ResponseOutput,
@@ -76,6 +77,7 @@ LINE_RE = re.compile(
   |model\ '(?P<wmodel>.*?)'\ instance\ (?P<winst>.*?)\ (?:is\ running\ warmup\ sample
      \ '(?P<wsample>[^']*)'\ for\ iteration\ (?P<witer>\d+)
      |failed\ to\ run\ warmup\ sample\ '(?P<wfailed>[^']*)')
+  |(?P<rlpool>\\nMax\ Resource\ Map===>.*?)
   |(?P<rest>.*?)
 )(?P=q)[\r\n]*\Z""",
     re.VERBOSE | re.DOTALL,
@@ -99,6 +101,7 @@ _FILES = {
     "uname": {b"server.cc"},
     "pfname": {b"model_repository_manager.cc"},
     "wmodel": {b"backend_model_instance.cc"},
+    "rlpool": {b"rate_limiter.cc"},
 }
 _STUB_RE = re.compile(
     rb".*?Stub process '(?P<sinst>[^']*)'"
@@ -182,6 +185,20 @@ def _record(
         if g["wfailed"] is not None:
             return WarmupRun(hdr, model, inst, _u(g["wfailed"]), 0, True)
         return WarmupRun(hdr, model, inst, _u(g["wsample"] or b""), int(g["witer"] or 0))
+    if kind == "rlpool":
+        text = _text(b'"' + (g["rlpool"] or b"") + b'"', ParseStats())
+        device, pool = "", []
+        for row in (r.strip() for r in text.split("\n")):
+            if m := re.fullmatch(r"Device: (.*)", row, re.DOTALL):
+                device = m[1].strip()
+            elif m := re.fullmatch(r"Resource: (.*)Count: (\d+)", row, re.DOTALL):
+                pool.append((device, m[1].strip(), int(m[2])))
+            elif row.startswith("Resource: "):
+                pool = None  # type: ignore[assignment]
+                break
+        if pool is not None:
+            return RateLimiterPool(hdr, tuple(pool))
+        kind = None
     level = hdr.level
     if f not in _STUB_FILES and level is LogLevel.INFO:
         stats.skipped["info"] += 1

@@ -18,6 +18,7 @@ from observability.events import (
     LogLevel,
     LogRecord,
     ModelStateChange,
+    RateLimiterPool,
     RequestPrepared,
     RequestStateChange,
     ResponseOutput,
@@ -267,6 +268,16 @@ GOLDEN: list[tuple[bytes, object]] = [
             "zeros_single",
             0,
             True,
+        ),
+    ),
+    (
+        # the rate limiter's pool, once per instance loaded: tests/fixtures/foreign
+        # rl_resource_deadlock (--rate-limit=execution_count, score_licence:2), Round 37
+        b'I1126 21:44:41.307066 28162 rate_limiter.cc:999] "\\nMax Resource Map===>\\n\\t'
+        b'Device: GLOBAL\\n\\t\\tResource: score_licence\\t Count: 2\\n"\n',
+        RateLimiterPool(
+            H(INF, "2026-11-26 21:44:41", 307066, "rate_limiter.cc", 999),
+            (("GLOBAL", "score_licence", 2),),
         ),
     ),
     (
