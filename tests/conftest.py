@@ -76,7 +76,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         group = next((g for f, g in SHARED_LABS.items() if f in names), None)
         if group is None and _reads_the_corpus(item):
-            group = "foreign-corpus"
+            # One group per recording: its parsed events stay in that worker's memory for
+            # all of its tests, and the recordings spread over the workers (parsing and
+            # judging them all on one worker was most of a cold run).
+            group = f"foreign-corpus-{_recording_of(item) or 'all'}"
             corpus_at.append(i)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
@@ -99,9 +102,9 @@ _RECORDINGS = frozenset(p.name for p in corpus.FIXTURES.iterdir() if p.is_dir())
 
 
 def _reads_the_corpus(item: pytest.Item) -> bool:
-    """Tests of a module that imported the corpus's parsed analyses share one worker: the
-    analyses are cached per process, and spread over two workers each would analyse the 131
-    recordings again (about 20 CPU-s of the quick suite)."""
+    """Tests of a module that imported the corpus's parsed analyses: a recording's tests
+    share one worker, where its parsed events are kept in memory (its analyses are kept on
+    disk, ``tests/judged.py``, for every worker)."""
     module = getattr(item, "module", None)
     shared = (corpus.analysis, corpus.parsed, corpus.window, corpus.log_window, corpus.log_findings)
     return module is not None and any(v in shared for v in vars(module).values() if callable(v))
