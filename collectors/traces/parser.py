@@ -307,7 +307,32 @@ def parse_trace_file_lenient(text: str, source: str = "") -> ParsedTraceFile:
 
     An empty (or whitespace-only) file counts as truncated: Triton creates the file
     before it writes the array.
+
+    A whole, well-formed file (nearly every one) is decoded in one ``json.loads``; anything
+    else is read element by element (:func:`_lenient`), which words each problem with its
+    position. Both give the same spans.
     """
+    try:
+        records = json.loads(text)
+    except (ValueError, RecursionError):
+        records = None
+    if isinstance(records, list):
+        builders: dict[int, _Builder] = {}
+        skipped = 0
+        try:
+            for record in records:
+                if not _apply(builders, record):
+                    skipped += 1
+        except (ValueError, RecursionError):
+            pass  # a bad record: its problem is told by the reading below
+        else:
+            spans = tuple(b.span(source) for b in builders.values())
+            return ParsedTraceFile(source=source, spans=spans, skipped_records=skipped)
+    return _lenient(text, source)
+
+
+def _lenient(text: str, source: str) -> ParsedTraceFile:
+    """The element-by-element reading of :func:`parse_trace_file_lenient`."""
     builders: dict[int, _Builder] = {}
     problems: list[str] = []
     skipped = 0

@@ -6,15 +6,19 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectors.traces import (
     TraceParseError,
     build_trace_tree,
     parse_trace_file,
     parse_trace_file_lenient,
+    parser,
     trace_files,
 )
 from observability.events import TraceSpan
+from tests.hypothesis_profiles import examples
 
 DEMO = Path(__file__).parents[2] / "fixtures" / "traces" / "demo_2.51"
 
@@ -175,3 +179,34 @@ def test_invalid_input_raises_a_value_error_quoting_it(text: str, message: str) 
     assert "bad.json" in str(info.value)
     # The lenient parser never raises on the same input.
     parse_trace_file_lenient(text, "bad.json")
+
+
+# -- the whole-file fast path reads what the element-by-element reading reads ---------------
+
+_REAL_TRACES = sorted(
+    Path(__file__).resolve().parents[2].glob("fixtures/traces/demo_2.51/trace.json.*")
+)
+
+
+@pytest.mark.parametrize("path", _REAL_TRACES, ids=lambda p: p.name)
+def test_a_whole_file_reads_the_same_in_one_decode_and_element_by_element(path: Path) -> None:
+    text = path.read_text()
+    fast = parse_trace_file_lenient(text, path.name)
+    assert fast.spans and not fast.problems
+    assert fast == parser._lenient(text, path.name)
+
+
+@given(
+    cut=st.integers(0, 10**9),
+    junk=st.sampled_from(["", "x", ",", "]", "{}", '{"id": 1}', '{"id": "a"}', "[", "\x00"]),
+    at=st.integers(0, 10**9),
+)
+@settings(max_examples=examples(200), deadline=None)
+def test_any_damage_reads_the_same_both_ways(cut: int, junk: str, at: int) -> None:
+    """A cut, or a bad record or byte put anywhere: the fast path gives way to the reading
+    that words the problem, and both give the same spans, counts and problems."""
+    text = _REAL_TRACES[0].read_text()
+    text = text[: cut % (len(text) + 1)]
+    k = at % (len(text) + 1)
+    text = text[:k] + junk + text[k:]
+    assert parse_trace_file_lenient(text, "t") == parser._lenient(text, "t")
