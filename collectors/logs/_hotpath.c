@@ -16,8 +16,10 @@
 
 /* ------------------------------------------------------------------ configuration */
 
-enum { K_HDR, K_STATE, K_PREP, K_EXEC, K_REL, K_RESP, K_FRONT, K_CANCEL, K_SREAD, K_SRESP, K_N };
-static const int k_fields[K_N] = {5, 4, 6, 4, 3, 5, 4, 4, 1, 5};
+enum {
+    K_HDR, K_STATE, K_PREP, K_EXEC, K_REL, K_RESP, K_FRONT, K_CANCEL, K_SREAD, K_SRESP, K_OUT, K_N
+};
+static const int k_fields[K_N] = {5, 4, 6, 4, 3, 5, 4, 4, 1, 5, 3};
 
 typedef struct {
     PyTypeObject *type;
@@ -40,7 +42,9 @@ static PyObject *s_empty, *s_http, *s_sagemaker, *s_grpc;
 
 /* ------------------------------------------------------------------ small helpers */
 
-enum { PUNT = -1, NONE = 0, REC = 1, FAIL = -2 };
+enum { PUNT = -1, NONE = 0, REC = 1, FAIL = -2, BLANK = 2, CONTINUATION = 3 };
+
+#define MAX_TEXT 16384 /* parser.MAX_TEXT: a longer print goes back (it is cut and counted) */
 
 static Py_ssize_t find(const char *s, Py_ssize_t start, Py_ssize_t end, const char *pat,
                        Py_ssize_t plen) {
@@ -397,16 +401,68 @@ static long long glog_base(PyObject *glog, const char *s) {
     return v < 0 || v > LLONG_MAX - 1000000000LL ? -1 : v;
 }
 
-/* One line: REC (a record appended), NONE (an INFO line of no interest, skipped), PUNT. */
+static int is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\x0b' || c == '\x0c';
+}
+
+/* Whether a header may be glued inside the line: every header ends in "file:123] ", so a
+ * "] " with no ":<digits>" before it (a print's "[model] text") starts none. */
+static int header_inside(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t at = FIND(s, 0, n, "] "); at >= 0; at = FIND(s, at + 1, n, "] ")) {
+        Py_ssize_t d = at;
+        while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9') d--;
+        if (d < at && d > 0 && s[d - 1] == ':') return 1;
+    }
+    return 0;
+}
+
+/* parser._headerless for the plain cases: a line that cannot start a header (no digit first,
+ * no glog header's shape) with no header glued inside it: a blank
+ * line, a line of a table or config body, or a stub's print (a traceback's lines). */
+static int headerless(const char *s, Py_ssize_t n, long long off, PyObject *sink,
+                      long long last_at, int *block) {
+    if (memchr(s, 0, (size_t)n) || header_inside(s, n)) return PUNT;
+    Py_ssize_t e = n;
+    while (e > 0 && (s[e - 1] == '\n' || s[e - 1] == '\r')) e--;
+    int blank = 1;
+    for (Py_ssize_t i = 0; i < e && blank; i++) blank = is_space(s[i]);
+    if (blank) {
+        if (*block == 1) *block = 0;
+        return BLANK;
+    }
+    if (STARTS(s, 0, e, "Traceback (most recent call last):") ||
+        STARTS(s, 0, e, "Task exception was never retrieved"))
+        *block = 0;
+    else if (*block)
+        return CONTINUATION;
+    if (e > MAX_TEXT) return PUNT;
+    PyObject *f[3] = {PyLong_FromLongLong(last_at), PyLong_FromLongLong(off), text(s, 0, e)};
+    PyObject *rec = make(K_OUT, f);
+    if (!rec) return FAIL;
+    int bad = PyList_Append(sink, rec);
+    Py_DECREF(rec);
+    return bad ? FAIL : REC;
+}
+
+/* One line: REC (a record appended), NONE (an INFO line of no interest, skipped), BLANK and
+ * CONTINUATION (a headerless line counted, not kept), PUNT. */
 static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sources, PyObject *sink,
-                   long long *last_at, int *block) {
+                   long long *last_at, int *at_known, int *block) {
     if (!PyBytes_CheckExact(line)) return PUNT;
     const char *s = PyBytes_AS_STRING(line);
     Py_ssize_t n = PyBytes_GET_SIZE(line);
-    if (n <= 30 || s[n - 1] != '\n') return PUNT;
-    PyObject *level = levels[(unsigned char)s[0]];
-    if (!level || s[5] != ' ' || s[14] != '.' || s[21] != ' ') return PUNT;
+    if (n == 0 || s[n - 1] != '\n') return PUNT;
     if (count(s, n, ".cc:", 4) + count(s, n, ".h:", 3) >= 2) return PUNT; /* two lines glued */
+    PyObject *level = levels[(unsigned char)s[0]];
+    if (s[0] >= '0' && s[0] <= '9' && n > 10 && s[10] == 'T')
+        return PUNT; /* an ISO8601 header, or its wreck (a "2026-11-26 02:46:49,321" print is not) */
+    if (!level || !(n > 22 && s[5] == ' ' && s[14] == '.')) {
+        /* no header can start here (parser._header); one that looks like a torn header
+         * ("E1122 03:..") is Python's to judge */
+        if (level && n > 5 && digits(s, 1, 5)) return PUNT;
+        return *at_known ? headerless(s, n, off, sink, *last_at, block) : PUNT;
+    }
+    if (n <= 30 || s[21] != ' ') return PUNT;
     Py_ssize_t sp = FIND(s, 22, n, " ");
     if (sp < 0) return PUNT;
     Py_ssize_t close = FIND(s, sp, n, "] ");
@@ -463,6 +519,7 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
                 Py_DECREF(rec);
                 if (bad) return FAIL;
                 *last_at = at_ns;
+                *at_known = 1;
                 *block = block_after(s, n);
                 return REC;
             }
@@ -471,6 +528,7 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
     }
     if (level != info_level) return PUNT;
     *last_at = at_ns;
+    *at_known = 1;
     *block = block_after(s, n);
     return NONE;
 }
@@ -478,7 +536,6 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
 static PyObject *scan(PyObject *self, PyObject *args) {
     PyObject *lines, *sink, *glog, *sources, *last_at_in, *off_in;
     Py_ssize_t i;
-    long long off, last_at = 0;
     int block;
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
@@ -487,26 +544,41 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!", &PyList_Type, &lines, &i, &PyList_Type, &sink,
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &sources))
         return NULL;
-    Py_ssize_t n_rec = 0, n_info = 0, start = i;
-    off = PyLong_AsLongLong(off_in);
+    Py_ssize_t n_rec = 0, n_info = 0, n_blank = 0, n_cont = 0, start = i;
+    long long off = PyLong_AsLongLong(off_in);
     if (off == -1 && PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* an offset past 2**63 (a fuzzer's): Python reads every line */
-        return Py_BuildValue("nOOinnn", i, off_in, last_at_in, block, 0, 0, 0);
+        return Py_BuildValue("nOOinnnnn", i, off_in, last_at_in, block, 0, 0, 0, 0, 0);
+    }
+    /* last_at stays the caller's object (any int: a fuzzed year) until a line here sets it;
+     * a headerless line before that needs it as a number, or goes back to Python */
+    long long last_at = PyLong_AsLongLong(last_at_in);
+    int at_known = 1;
+    if (last_at == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+        PyErr_Clear();
+        at_known = 0;
     }
     for (; i < PyList_GET_SIZE(lines); i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         if (PyBytes_CheckExact(line) && off > LLONG_MAX - PyBytes_GET_SIZE(line)) break;
-        int r = line_of(line, off, glog, sources, sink, &last_at, &block);
+        int r = line_of(line, off, glog, sources, sink, &last_at, &at_known, &block);
         if (r == FAIL) return NULL;
         if (r == PUNT) break;
         n_rec += r == REC;
         n_info += r == NONE;
+        n_blank += r == BLANK;
+        n_cont += r == CONTINUATION;
         off += PyBytes_GET_SIZE(line);
     }
-    /* last_at stays the caller's object (any int: a fuzzed year) until a line here sets it */
-    if (i == start) return Py_BuildValue("nOOinnn", i, off_in, last_at_in, block, 0, 0, 0);
-    return Py_BuildValue("nLLinnn", i, off, last_at, block, i - start, n_rec, n_info);
+    if (i == start)
+        return Py_BuildValue("nOOinnnnn", i, off_in, last_at_in, block, 0, 0, 0, 0, 0);
+    if (!at_known) /* no header here set it: the caller's, as it was */
+        return Py_BuildValue("nLOinnnnn", i, off, last_at_in, block, i - start, n_rec, n_info,
+                             n_blank, n_cont);
+    return Py_BuildValue("nLLinnnnn", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
+                         n_cont);
 }
 
 static int kind_of(int k, PyObject *spec) {
@@ -575,7 +647,7 @@ static PyMethodDef methods_table[] = {
     {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
     {"scan", scan, METH_VARARGS,
      "scan(lines, i, sink, offset, last_at, block, glog, sources) -> "
-     "(i, offset, last_at, block, lines, records, info)"},
+     "(i, offset, last_at, block, lines, records, info, blank, continuation)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -4,7 +4,8 @@ Why: a verbose log's lines are mostly a handful of shapes (request state steps, 
 instance batches, response outputs, frontend requests), and the Python hot path of
 :func:`collectors.logs.parser.parse_lines` spends about 4 µs on each: most of what ``analyze``,
 ``ingest`` and a watched pod's CPU go to. ``_hotpath.c`` reads those shapes and builds the same
-records, and hands every other line (and any line it is not sure of) back to the Python loop
+records (a stub's plain prints too), and hands every other line (and any line it is not sure
+of) back to the Python loop
 untouched, so the records are the Python parser's by construction; the tests compare both
 paths on every recorded log.
 
@@ -21,10 +22,10 @@ from typing import Any
 
 __all__ = ["Scan", "scanner"]
 
-Scan = Callable[..., tuple[int, int, int, int, int, int, int]]
+Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int]]
 """``scan(lines, i, sink, offset, last_at, block, glog, sources)`` -> ``(i, offset, last_at,
-block, lines, records, info)``: reads ``lines[i:]`` into ``sink`` up to the first line it
-hands back (the returned ``i``)."""
+block, lines, records, info, blank, continuation)``: reads ``lines[i:]`` into ``sink`` up to
+the first line it hands back (the returned ``i``); the last three count skipped lines."""
 
 
 def _members(cls: type) -> tuple[type, tuple[Any, ...]]:
@@ -52,6 +53,7 @@ def scanner(tables: dict[str, Any]) -> Scan | None:
         ev.FrontendCancellation,
         ev.StreamRequestRead,
         ev.StreamResponse,
+        ev.StubOutput,
     )
     _hotpath.configure(
         tables["levels"],

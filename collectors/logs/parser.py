@@ -931,12 +931,16 @@ def parse_lines(
             i = 0
             while i < len(batch):
                 if scan is not None and pending is None:
-                    i, off, last_at, block, k_lines, k_rec, k_info = scan(
+                    i, off, last_at, block, k_lines, k_rec, k_info, k_blank, k_cont = scan(
                         batch, i, sink, off, last_at, block, glog_cache, sources
                     )
                     n_lines += k_lines
                     n_rec += k_rec
                     n_info += k_info
+                    if k_blank:
+                        skipped["blank"] += k_blank
+                    if k_cont:
+                        skipped["continuation"] += k_cont
                     if sink:
                         yield from sink
                         sink.clear()

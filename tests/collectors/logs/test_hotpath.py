@@ -179,15 +179,33 @@ _HANDED_BACK = [
     b"stub text glued " + _line("python_be.cc:1395", "model m, instance m_0, executing 1 requests"),
     b"\n",
     b"",
+    # headerless: prints, tracebacks, bodies, blank lines (read in C unless unsure)
+    b"[nz_embed] got batch of 1\n",
+    b"2026-11-26 02:46:49,321 INFO nz_embed: embedding 2 request(s)\n",
+    b"2026-11-26T02:46:49Z nothing like a header\n",
+    b"Traceback (most recent call last):\n",
+    b'  File "/models/m/1/model.py", line 3, in execute\n',
+    b"Task exception was never retrieved\n",
+    b"Exception in callback _boom()\n",
+    b"E1122 03:20:14 torn header\n",
+    b"KeyError: 'x'\r\n",
+    b"  \t \r\n",
+    b"text with a NUL \x00 inside\n",
+    b"text \xff\xfe not UTF-8\n",
+    b'print then a glued header I1122 03:20:14.655239 2106 python_be.cc:1395] "x"\n',
+    b"a print naming file.cc:12] and more\n",
+    b"x" * 20_000 + b"\n",
 ]
 
 
 @pytest.mark.parametrize("line", _HANDED_BACK, ids=range(len(_HANDED_BACK)))
 def test_a_line_the_c_code_is_unsure_of_reads_as_python_reads_it(line: bytes) -> None:
     ok = _line("python_be.cc:1395", "model m, instance m_0, executing 2 requests")
-    for lines in ([line], [ok, line, ok], [line, line, ok]):
+    body = _line("server.cc:1", "")  # an empty message: the headerless lines after it are its
+    for lines in ([line], [ok, line, ok], [line, line, ok], [body, line, line, ok]):
         _same_both_ways(lines)
         _same_both_ways(lines, final=False)
+        _same_both_ways(lines, start_ns=2**70)  # a time no C integer holds
 
 
 def test_a_busy_log_past_the_id_table_reads_the_same() -> None:
