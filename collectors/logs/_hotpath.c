@@ -17,9 +17,10 @@
 /* ------------------------------------------------------------------ configuration */
 
 enum {
-    K_HDR, K_STATE, K_PREP, K_EXEC, K_REL, K_RESP, K_FRONT, K_CANCEL, K_SREAD, K_SRESP, K_OUT, K_N
+    K_HDR, K_STATE, K_PREP, K_EXEC, K_REL, K_RESP, K_FRONT, K_CANCEL, K_SREAD, K_SRESP, K_OUT,
+    K_ERR, K_N
 };
-static const int k_fields[K_N] = {5, 4, 6, 4, 3, 5, 4, 4, 1, 5, 3};
+static const int k_fields[K_N] = {5, 4, 6, 4, 3, 5, 4, 4, 1, 5, 3, 2};
 
 typedef struct {
     PyTypeObject *type;
@@ -526,7 +527,31 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
             if (r != NONE) return r;
         }
     }
-    if (level != info_level) return PUNT;
+    if (level != info_level) {
+        /* parser._emit's last resort for a warning or error no handler reads: an ErrorLine
+         * of the message, unless it may be a stub's health (parser._h_stub) or has JSON
+         * escapes or is long enough to be cut (Python's, with its counts) */
+        if (FIND(s, m, e, "Stub process '") >= 0 ||
+            STARTS(s, m, e, "Failed to initialize Python stub") ||
+            STARTS(s, m, e, " Non-graceful termination") ||
+            STARTS(s, m, e, "Stub process is unhealthy and it will be restarted") ||
+            STARTS(s, m, e, "Stub process is not healthy") || has_byte(s, m, e, '\\') ||
+            e - m > MAX_TEXT)
+            return PUNT;
+        PyObject *f[5] = {PyLong_FromLongLong(at_ns), borrowed(level),
+                          borrowed(PyTuple_GET_ITEM(src, 1)), borrowed(PyTuple_GET_ITEM(src, 2)),
+                          PyLong_FromLongLong(off)};
+        PyObject *g[2] = {make(K_HDR, f), text(s, m, e)};
+        PyObject *rec = make(K_ERR, g);
+        if (!rec) return FAIL;
+        int bad = PyList_Append(sink, rec);
+        Py_DECREF(rec);
+        if (bad) return FAIL;
+        *last_at = at_ns;
+        *at_known = 1;
+        *block = block_after(s, n);
+        return REC;
+    }
     *last_at = at_ns;
     *at_known = 1;
     *block = block_after(s, n);

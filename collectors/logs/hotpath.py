@@ -54,6 +54,7 @@ def scanner(tables: dict[str, Any]) -> Scan | None:
         ev.StreamRequestRead,
         ev.StreamResponse,
         ev.StubOutput,
+        ev.ErrorLine,
     )
     _hotpath.configure(
         tables["levels"],

@@ -179,6 +179,14 @@ _HANDED_BACK = [
     b"stub text glued " + _line("python_be.cc:1395", "model m, instance m_0, executing 1 requests"),
     b"\n",
     b"",
+    # warnings and errors no handler reads: ErrorLine, StubHealth
+    _line("model.py:115", "nz_router: request #100: embed cache is cold", b"W" + _HEAD[1:]),
+    _line("pinned_memory_manager.cc:1", "failed to allocate pinned memory", b"E" + _HEAD[1:]),
+    _line("model.py:1", 'an escaped \\"quote\\" and \\u00e9', b"E" + _HEAD[1:]),
+    _line("pb_stub.cc:1", "Stub process 'm_0' is not healthy", b"E" + _HEAD[1:]),
+    _line("python_be.cc:1", " Non-graceful termination detected.", b"E" + _HEAD[1:]),
+    _line("model.py:1", "x" * 17_000, b"W" + _HEAD[1:]),
+    _line("infer_request.cc:131", "[request id: r] Setting state from A to B", b"W" + _HEAD[1:]),
     # headerless: prints, tracebacks, bodies, blank lines (read in C unless unsure)
     b"[nz_embed] got batch of 1\n",
     b"2026-11-26 02:46:49,321 INFO nz_embed: embedding 2 request(s)\n",
