@@ -927,6 +927,8 @@ def parse_lines(
     sink: list[Event] = []
     source = iter(lines)
     try:
+        # Runs of lines: the compiled scan (hotpath.py) reads from ``i`` on what it is sure
+        # of, and each line it hands back is read by the Python loop below, as it always was.
         while batch := list(islice(source, _RUN)):
             i = 0
             while i < len(batch):
