@@ -172,12 +172,13 @@ class BlsDeadlockDetector:
         changed = True
         while changed:  # the greatest fixed point (module docstring)
             changed = False
+            by_copies = bool(pool) and _all_held(running, held)
             for key, r in list(blocked.items()):
                 holders = waits.instances.busy(r.model)
                 by_instances = waits.instances.all_busy(r.model) and all(
                     id(h) in held for h in holders
                 )
-                if not by_instances and not (pool and _all_held(running, held)):
+                if not by_instances and not by_copies:
                     del blocked[key]
                     changed = True
             for key, e in list(held.items()):
