@@ -28,14 +28,19 @@ _WINDOW = 300
 _SHARDS = 6
 
 
-def _parse(lines: list[bytes], compiled: bool, **kw: object) -> tuple[list[Event], ParseStats]:
-    saved = parser._SCAN
-    parser._SCAN = saved if compiled else None
+def _parse(
+    lines: list[bytes], compiled: bool, run: int | None = None, **kw: object
+) -> tuple[list[Event], ParseStats]:
+    """The records and counts of ``lines``, by the compiled path or the Python one alone,
+    in runs of ``run`` lines (the parser's own by default)."""
+    saved = parser._SCAN, parser._RUN
+    parser._SCAN = saved[0] if compiled else None
+    parser._RUN = run or saved[1]
     try:
         stats = ParseStats()
         records = list(parse_lines(lines, year=2026, stats=stats, **kw))  # type: ignore[arg-type]
     finally:
-        parser._SCAN = saved
+        parser._SCAN, parser._RUN = saved
     return records, stats
 
 
@@ -237,28 +242,12 @@ def test_records_are_the_parsers_own_types_and_survive_pickling() -> None:
 
 
 @pytest.mark.parametrize("run", [1, 2, 7])
-def test_the_runs_handed_to_the_scan_do_not_change_what_is_read(
-    run: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_runs_handed_to_the_scan_do_not_change_what_is_read(run: int) -> None:
     """Lines are taken from the input ``_RUN`` at a time; a cut line (no newline: a CR-split
     line, a write in flight) held across the end of a run is read once, at its offset."""
     lines = _REAL[:300] + [b"\r", b"\x1c\r", b"cut", b"\x1c\r"] * 5 + _REAL[300:400] + [b"end"]
-    monkeypatch.setattr(parser, "_RUN", run)
-    for compiled in (True, False):
-        for final in (True, False):
-            records, stats = _parse(lines, compiled, final=final)
-            whole, whole_stats = _parse_whole(lines, final)
-            assert records == whole
-            assert stats == whole_stats
-    assert stats.resume_offset == sum(map(len, lines)) - len(b"end")
-
-
-def _parse_whole(lines: list[bytes], final: bool) -> tuple[list[Event], ParseStats]:
-    """The Python path with every line in one run."""
-    saved_run, saved_scan = parser._RUN, parser._SCAN
-    parser._RUN, parser._SCAN = len(lines), None
-    try:
-        stats = ParseStats()
-        return list(parse_lines(lines, year=2026, stats=stats, final=final)), stats
-    finally:
-        parser._RUN, parser._SCAN = saved_run, saved_scan
+    for final in (True, False):
+        whole = _parse(lines, False, run=len(lines), final=final)  # Python, every line at once
+        for compiled in (True, False):
+            assert _parse(lines, compiled, run=run, final=final) == whole
+    assert whole[1].resume_offset == sum(map(len, lines)) - len(b"end")
