@@ -36,6 +36,7 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution, Instances, instances_of
@@ -358,11 +359,17 @@ def callees(inst: Instances) -> dict[str, set[str]]:
     models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
     five detectors ask, and each learning is a pass over every admitted request. Read-only."""
     admitted = sorted(
-        (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps, taken_ns)
-        for r, taken_ns in [
-            *((r, e.start_ns) for e in inst.executions for r in e.requests),
-            *((r, None) for q in inst.queued.values() for r in q),
-        ]
+        (
+            (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps, taken_ns)
+            for r, taken_ns in [
+                *((r, e.start_ns) for e in inst.executions for r in e.requests),
+                *((r, None) for q in inst.queued.values() for r in q),
+            ]
+        ),
+        # Not by the time taken: a queued request's is None, and two requests of a model
+        # prepared in the same microsecond (a copied log, whole-second ISO8601 times) would
+        # compare it with an executed one's.
+        key=itemgetter(0, 1, 2),
     )
     if not admitted:
         return {}

@@ -148,3 +148,18 @@ def test_a_warmup_s_requests_are_not_a_queue_of_the_served_copy() -> None:
     assert len(waits) > 1000 and max(waits) < 0.1
     hung = instances_of(foreign_window("warm_warmup_hangs"))
     assert hung.queued == {} and hung.open == {}  # the warmup that never returns is a load's
+
+
+def test_callees_read_requests_prepared_in_the_same_microsecond() -> None:
+    """Two requests of a model prepared at the same instant, one taken by a batch and one
+    still queued (a copied log, whole-second ISO8601 times): learning who calls whom compared
+    the queued one's missing start with the other's and raised, and five detectors with it."""
+    from observability.detectors.waits import callees
+
+    inst = build_instances(
+        [prepared(0, "c", off=1), prepared(0, "c", off=2), executing(1, "c", "c_0")],
+        until_ns=2 * MS,
+    )
+    assert [r.offset for r in inst.queued["c"]] == [2]
+    assert [r.offset for r in inst.open["c_0"].requests] == [1]
+    assert callees(inst) == {}  # sorted without raising; too few batches to learn from
