@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import logging
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,32 @@ def write_model(repo: Path, name: str, config: str, model_py: str) -> Path:
     (repo / name / "config.pbtxt").write_text(config.replace('name: "echo"', f'name: "{name}"'))
     (repo / name / "1" / "model.py").write_text(model_py)
     return repo
+
+
+class _DetectorFailures(logging.Handler):
+    """``run_detectors`` logs a detector that raises and goes on, so that one bug never hides
+    the other findings. In a test that would read as a detector that found nothing: every
+    such record is kept, and the test fails (``detector_may_raise`` marks the exceptions)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage() + f" ({record.exc_info and record.exc_info[1]!r})")
+
+
+_FAILURES = _DetectorFailures()
+logging.getLogger("observability.detectors.base").addHandler(_FAILURES)
+
+
+@pytest.fixture(autouse=True)
+def _no_detector_raised(request: pytest.FixtureRequest) -> Iterator[None]:
+    start = len(_FAILURES.messages)
+    yield
+    raised = _FAILURES.messages[start:]
+    if raised and request.node.get_closest_marker("detector_may_raise") is None:
+        pytest.fail(f"a detector raised while the test ran: {raised[:3]}")
 
 
 SHARED_LABS = {"triton_lab": "demo-lab", "security_run": "security-lab"}
