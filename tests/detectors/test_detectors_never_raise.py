@@ -1,0 +1,111 @@
+"""No detector raises on a real window damaged the ways real logs are: lines lost, times
+repeated (a copied log, whole-second ISO8601 times, two threads in one microsecond), records
+out of order by a little, a window cut anywhere.
+
+``run_detectors`` logs a detector that raises and goes on, so a crash reads as "nothing
+found". Five detectors did raise on a log where two requests of a model were prepared in the
+same microsecond, one queued and one taken (``waits.callees``); no recording had it, so the
+recordings are damaged here, from real Triton 2.51 recordings of the foreign corpus
+(``tests/fixtures/foreign``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from observability import events as ev
+from observability.detectors import Window, run_detectors
+from observability.detectors.registry import default_detectors
+from tests.foreign.parsed import parsed
+from tests.hypothesis_profiles import examples
+
+RECORDINGS = [
+    "ch_leaf_hang",
+    "rl_resource_deadlock",
+    "nz_callback_error",
+    "gen_llm_stall",
+    "doc_layout_hang_iso",
+    "gs_mixed_stream_crash",
+    "pz_ensemble_miswired",
+]
+"""Small ones, of different shapes: a BLS chain's hang, a rate-limiter deadlock, callback
+errors and prints, a decoupled generation stall, whole-second ISO8601 times, gRPC streams and
+a crash, a miswired ensemble."""
+
+
+class _Raised(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.getMessage()}: {record.exc_info and record.exc_info[1]!r}")
+
+
+def _is_log(e: object) -> bool:
+    return hasattr(e, "header") or isinstance(e, ev.StubOutput)
+
+
+def _at(e: object) -> int | None:
+    header = getattr(e, "header", None)
+    if header is not None:
+        return int(header.at_ns)
+    return getattr(e, "at_ns", None)
+
+
+def _retimed(e: object, at_ns: int) -> object:
+    header = getattr(e, "header", None)
+    if header is not None:
+        return dataclasses.replace(e, header=dataclasses.replace(header, at_ns=at_ns))  # type: ignore[type-var]
+    if isinstance(e, ev.StubOutput):
+        return dataclasses.replace(e, at_ns=at_ns)
+    return e
+
+
+@pytest.mark.detector_may_raise  # this test reads the failures itself, to name them
+@given(
+    name=st.sampled_from(RECORDINGS),
+    seed=st.integers(0, 2**32),
+    drop=st.floats(0, 0.3),
+    repeat=st.sampled_from([0.0, 0.1, 0.5, 1.0]),  # 1: every line at its predecessor's time
+    swap=st.floats(0, 0.05),
+    cut=st.floats(0.05, 1.0),
+    logs_only=st.booleans(),
+)
+@settings(max_examples=examples(200), deadline=None)
+def test_no_detector_raises_on_a_damaged_real_window(
+    name: str, seed: int, drop: float, repeat: float, swap: float, cut: float, logs_only: bool
+) -> None:
+    """``logs_only``: the log alone, as ``analyze triton.log`` reads it."""
+    rnd = random.Random(seed)
+    p = parsed(name)
+    logs = [e for e in p.events if _is_log(e)]
+    others = [] if logs_only else [e for e in p.events if not _is_log(e)]
+    kept = [e for e in logs if rnd.random() >= drop]
+    for i in range(1, len(kept)):
+        if rnd.random() < repeat:
+            kept[i] = _retimed(kept[i], _at(kept[i - 1]) or 0)  # the previous line's time
+    for i in range(len(kept) - 1):
+        if rnd.random() < swap:
+            kept[i], kept[i + 1] = kept[i + 1], kept[i]
+    stamps = [t for e in kept if (t := _at(e)) is not None]
+    if not stamps:
+        return
+    since, until = min(stamps), max(stamps)
+    until = since + int((until - since) * cut)
+    offset = p.meta.epoch_minus_monotonic_ns
+    window = Window(since, until, events=[*kept, *others], clock_offset_ns=offset)
+    raised = _Raised()
+    logger = logging.getLogger("observability.detectors.base")
+    logger.addHandler(raised)
+    try:
+        run_detectors(default_detectors(), window)
+    finally:
+        logger.removeHandler(raised)
+    assert raised.messages == []
