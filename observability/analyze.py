@@ -45,7 +45,12 @@ class AnalysisResult:
 def _result(window: Window, notes: list[str], **settings: object) -> AnalysisResult:
     # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
     detectors = default_detectors(**settings)  # type: ignore[arg-type]
-    findings = run_detectors(detectors, window)
+    failed: list[str] = []
+    findings = run_detectors(detectors, window, failed)
+    notes = [  # first: the CLI shows twenty notes, and a bundle may bring more
+        f"detector {line} — it reported nothing on this input (a bug: please report it)"
+        for line in failed
+    ] + notes
     return AnalysisResult(findings, notes, coverage(window), in_flight(window))
 
 

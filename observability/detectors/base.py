@@ -22,15 +22,21 @@ class Detector(Protocol):
     def detect(self, window: Window) -> list[Finding]: ...
 
 
-def run_detectors(detectors: Iterable[Detector], window: Window) -> list[Finding]:
+def run_detectors(
+    detectors: Iterable[Detector], window: Window, failed: list[str] | None = None
+) -> list[Finding]:
     """Every detector's findings; a detector that raises is logged and skipped, so one bug
-    never hides the other findings."""
+    never hides the other findings. ``failed`` gets a line for each that raised, for a
+    caller that tells its user what could not be looked at."""
     out: list[Finding] = []
     for detector in detectors:
         try:
             out.extend(detector.detect(window))
-        except Exception:
-            log.exception("detector %s failed", getattr(detector, "kind", detector))
+        except Exception as err:
+            kind = getattr(detector, "kind", detector)
+            log.exception("detector %s failed", kind)
+            if failed is not None:
+                failed.append(f"{kind}: {type(err).__name__}: {err}"[:300])
     return sorted(out, key=lambda f: (-f.severity.rank, f.first_seen_ns, f.kind, f.model))
 
 

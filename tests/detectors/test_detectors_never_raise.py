@@ -109,3 +109,23 @@ def test_no_detector_raises_on_a_damaged_real_window(
     finally:
         logger.removeHandler(raised)
     assert raised.messages == []
+
+
+@pytest.mark.detector_may_raise
+def test_a_detector_that_raises_costs_its_findings_only_and_analyze_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The other detectors still report, and ``analyze``'s notes name the one that raised,
+    so a user does not read its silence as a clean bill."""
+    from observability import analyze
+    from observability.detectors.hung_request import HungRequestDetector
+
+    def boom(self: object, window: Window) -> list[object]:
+        raise KeyError("a bug")
+
+    whole = analyze.analyze_events(parsed("ch_leaf_hang"))
+    monkeypatch.setattr(HungRequestDetector, "detect", boom)
+    broken = analyze.analyze_events(parsed("ch_leaf_hang"))
+    assert {f.kind for f in whole.findings} - {f.kind for f in broken.findings} == {"hung_request"}
+    assert [n for n in broken.notes if n.startswith("detector hung_request: KeyError")]
+    assert not [n for n in whole.notes if n.startswith("detector ")]
