@@ -263,23 +263,9 @@ class BlsDeadlockDetector:
             "through the rate limiter's resource pool. The requests carry no id, so the cycle "
             "is read from instance lifecycles and admission times."
         )
-        evidence = [
-            Evidence(
-                "log",
-                e.start_ns,
-                log_ref(e.offset),
-                f"model {e.model}, instance {e.instance}, executing {e.count} requests; not "
-                f"released after {e.age_s(now):.1f} s",
-            )
-            for e in holders
-        ]
+        evidence = [_held_evidence(e, now) for e in holders]
         evidence += [
-            Evidence(
-                "log",
-                r.prepared_ns,
-                log_ref(r.offset),
-                f"prepared: model {r.model} (no request id); never executing",
-            )
+            _queued_evidence(r)
             for r in sorted(queued, key=lambda r: r.prepared_ns)[: self.max_victims_named]
         ]
         evidence.append(
@@ -345,24 +331,8 @@ class BlsDeadlockDetector:
         )
         if victims:
             summary += f" {len(victims)} more request(s) to {child.model} are queued behind it."
-        evidence = [
-            Evidence(
-                "log",
-                e.start_ns,
-                log_ref(e.offset),
-                f"model {e.model}, instance {e.instance}, executing {e.count} "
-                f"requests; not released after {e.age_s(now):.1f} s",
-            )
-            for e in dict.fromkeys([holder, caller])
-        ]
-        evidence += [
-            Evidence(
-                "log",
-                child.prepared_ns,
-                log_ref(child.offset),
-                f"prepared: model {child.model} (no request id); never executing",
-            ),
-        ]
+        evidence = [_held_evidence(e, now) for e in dict.fromkeys([holder, caller])]
+        evidence.append(_queued_evidence(child))
         evidence += [
             Evidence(
                 "log",
@@ -385,6 +355,27 @@ class BlsDeadlockDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
+
+
+def _held_evidence(e: Execution, now: int) -> Evidence:
+    """A batch that holds what the queued calls wait on (an instance, a copy)."""
+    return Evidence(
+        "log",
+        e.start_ns,
+        log_ref(e.offset),
+        f"model {e.model}, instance {e.instance}, executing {e.count} requests; not released "
+        f"after {e.age_s(now):.1f} s",
+    )
+
+
+def _queued_evidence(r: Admitted) -> Evidence:
+    """A call without an id that can never start."""
+    return Evidence(
+        "log",
+        r.prepared_ns,
+        log_ref(r.offset),
+        f"prepared: model {r.model} (no request id); never executing",
+    )
 
 
 def _all_held(running: list[Execution], held: dict[int, Execution]) -> bool:

@@ -271,9 +271,9 @@ def build_instances(
     own, unlike an ensemble)."""
 
     def prune(model: str, before_ns: int) -> None:
-        queue = queues.get(model)
         if limited:
             return
+        queue = queues.get(model)
         while queue and queue[0].prepared_ns < before_ns:
             queue.popleft()
 
