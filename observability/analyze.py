@@ -40,6 +40,9 @@ class AnalysisResult:
     """The signals the bundle held and the kinds it could not show (``None``: no signals)."""
     work: list[ModelWork] = field(default_factory=list)
     """Work in flight per model and instance at the bundle's end."""
+    failed: list[str] = field(default_factory=list)
+    """A line for each detector that raised on this input (``run_detectors``): it reported
+    nothing. Named first in ``notes`` too."""
 
 
 def _result(window: Window, notes: list[str], **settings: object) -> AnalysisResult:
@@ -51,7 +54,7 @@ def _result(window: Window, notes: list[str], **settings: object) -> AnalysisRes
         f"detector {line} — it reported nothing on this input (a bug: please report it)"
         for line in failed
     ] + notes
-    return AnalysisResult(findings, notes, coverage(window), in_flight(window))
+    return AnalysisResult(findings, notes, coverage(window), in_flight(window), failed)
 
 
 def analyze_store(

@@ -5,9 +5,8 @@ instance batches, response outputs, frontend requests), and the Python hot path 
 :func:`collectors.logs.parser.parse_lines` spends about 4 µs on each: most of what ``analyze``,
 ``ingest`` and a watched pod's CPU go to. ``_hotpath.c`` reads those shapes and builds the same
 records (a stub's plain prints too), and hands every other line (and any line it is not sure
-of) back to the Python loop
-untouched, so the records are the Python parser's by construction; the tests compare both
-paths on every recorded log.
+of) back to the Python loop untouched, so the records are the Python parser's by
+construction; the tests compare both paths on every recorded log.
 
 :func:`scanner` is None where the extension is missing (no compiler at install time) or
 ``TRITON_OBS_PURE_PARSER=1`` is set: the parser then runs its Python path alone.
