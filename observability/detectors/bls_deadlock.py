@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from observability import events as ev
 from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Admitted, Execution
-from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.requests import (
+    Lifecycle,
+    Requests,
+    execution_evidence,
+    log_ref,
+    requests_of,
+)
 from observability.detectors.waits import Call, Waits, callees, waits_of
 from observability.detectors.window import Window
 from observability.findings import Evidence, Finding, Severity
@@ -263,7 +269,7 @@ class BlsDeadlockDetector:
             "through the rate limiter's resource pool. The requests carry no id, so the cycle "
             "is read from instance lifecycles and admission times."
         )
-        evidence = [_held_evidence(e, now) for e in holders]
+        evidence = [execution_evidence(e, now) for e in holders]
         evidence += [
             _queued_evidence(r)
             for r in sorted(queued, key=lambda r: r.prepared_ns)[: self.max_victims_named]
@@ -331,7 +337,7 @@ class BlsDeadlockDetector:
         )
         if victims:
             summary += f" {len(victims)} more request(s) to {child.model} are queued behind it."
-        evidence = [_held_evidence(e, now) for e in dict.fromkeys([holder, caller])]
+        evidence = [execution_evidence(e, now) for e in dict.fromkeys([holder, caller])]
         evidence.append(_queued_evidence(child))
         evidence += [
             Evidence(
@@ -355,17 +361,6 @@ class BlsDeadlockDetector:
             evidence=tuple(evidence),
             advice=ADVICE,
         )
-
-
-def _held_evidence(e: Execution, now: int) -> Evidence:
-    """A batch that holds what the queued calls wait on (an instance, a copy)."""
-    return Evidence(
-        "log",
-        e.start_ns,
-        log_ref(e.offset),
-        f"model {e.model}, instance {e.instance}, executing {e.count} requests; not released "
-        f"after {e.age_s(now):.1f} s",
-    )
 
 
 def _queued_evidence(r: Admitted) -> Evidence:

@@ -39,7 +39,13 @@ from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.loads import clock
 from observability.detectors.model_stalled import logged_models
 from observability.detectors.origins import STEP
-from observability.detectors.requests import Lifecycle, Requests, log_ref, requests_of
+from observability.detectors.requests import (
+    Lifecycle,
+    Requests,
+    execution_evidence,
+    log_ref,
+    requests_of,
+)
 from observability.detectors.waits import Call, Waits, callees, origins_of, waits_of
 from observability.detectors.window import Window, per_window
 from observability.findings import Evidence, Finding, Severity
@@ -301,7 +307,7 @@ class HungRequestDetector:
             f". {source[0].upper()}{source[1:]}, so these are read from instance lifecycles; "
             f"deadline: {waits.explain(model)}"
         )
-        evidence = [_execution_evidence(e, now) for e in stuck[: self.max_children_named]]
+        evidence = [execution_evidence(e, now) for e in stuck[: self.max_children_named]]
         evidence += [_call_evidence(c, now) for c in _distinct(calls)[: self.max_children_named]]
         evidence += _victim_evidence(waits, [model, *(c.request.model for c in calls)], now)
         if last is not None:
@@ -677,16 +683,6 @@ def _blocked_unloads(
     return text, evidence
 
 
-def _execution_evidence(e: Execution, now: int) -> Evidence:
-    return Evidence(
-        "log",
-        e.start_ns,
-        log_ref(e.offset),
-        f"model {e.model}, instance {e.instance}, executing {e.count} requests; "
-        f"not released after {e.age_s(now):.1f} s",
-    )
-
-
 def _released_evidence(last: LastCall) -> Evidence:
     x = last.execution
     outputs = "" if last.outputs is None else f" after {last.outputs} response output(s)"
@@ -703,7 +699,7 @@ def _call_evidence(call: Call, now: int) -> Evidence:
     r = call.request
     held = call.held_by
     if held is not None:
-        return _execution_evidence(held, now)
+        return execution_evidence(held, now)
     return Evidence(
         "log",
         r.prepared_ns,

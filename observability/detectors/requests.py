@@ -43,8 +43,9 @@ from functools import cached_property
 from observability import events as ev
 from observability.detectors.instances import Execution, instances_of
 from observability.detectors.window import Window, per_window
+from observability.findings import Evidence
 
-__all__ = ["Lifecycle", "Requests", "log_ref", "requests_of"]
+__all__ = ["Lifecycle", "Requests", "execution_evidence", "log_ref", "requests_of"]
 
 _MAX_UNCLAIMED_OUTPUTS = 512
 """Response outputs waiting for a release; older ones are dropped (their request was never
@@ -66,6 +67,17 @@ on the recordings; 5 ms leaves room for a starved thread)."""
 def log_ref(offset: int) -> str:
     """The evidence reference of a log line: file and byte offset, stable across re-reads."""
     return f"triton.log@{offset}"
+
+
+def execution_evidence(e: Execution, now: int) -> Evidence:
+    """A batch still open at ``now``, by its ``executing`` line."""
+    return Evidence(
+        "log",
+        e.start_ns,
+        log_ref(e.offset),
+        f"model {e.model}, instance {e.instance}, executing {e.count} requests; "
+        f"not released after {e.age_s(now):.1f} s",
+    )
 
 
 @dataclass(eq=False)
