@@ -38,19 +38,23 @@ class ParsedStats:
     problems: tuple[str, ...] = ()
 
 
-def _count(value: Any, where: str) -> int:
+def _count(value: Any, where: str, field: str = "") -> int:
+    """``value`` as a count; ``where`` + ``field`` name it in the error (joined only then: a
+    scrape holds a few hundred counts, and formatting each one's name was most of a parse)."""
+    if type(value) is int and value >= 0:
+        return value
     if value is None:
         return 0
     if isinstance(value, bool):
-        raise StatsParseError(f"{where}: expected a count, got {value!r}")
+        raise StatsParseError(f"{where}{field}: expected a count, got {value!r}")
     if isinstance(value, str) and value.isascii() and value.isdigit():
         try:
             return int(value)
         except ValueError:  # more digits than int() converts: no counter is that big
-            raise StatsParseError(f"{where}: a count of {len(value)} digits") from None
+            raise StatsParseError(f"{where}{field}: a count of {len(value)} digits") from None
     if isinstance(value, int) and value >= 0:
         return value
-    raise StatsParseError(f"{where}: expected a non-negative integer, got {value!r:.60}")
+    raise StatsParseError(f"{where}{field}: expected a non-negative integer, got {value!r:.60}")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -62,22 +66,27 @@ def _text(value: str) -> str:
     return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
 
 
-def _obj(value: Any, where: str) -> Mapping[str, Any]:
+def _obj(value: Any, where: str, field: str = "") -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise StatsParseError(f"{where}: expected an object, got {value!r:.60}")
+        raise StatsParseError(f"{where}{field}: expected an object, got {value!r:.60}")
     return value
 
 
 def _duration(parent: Mapping[str, Any], key: str, where: str) -> tuple[int, int]:
-    d = _obj(parent.get(key), f"{where}.{key}")
-    return _count(d.get("count"), f"{where}.{key}.count"), _count(d.get("ns"), f"{where}.{key}.ns")
+    d = _obj(parent.get(key), where, f".{key}")
+    count, ns = d.get("count"), d.get("ns")
+    if type(count) is int and type(ns) is int and count >= 0 and ns >= 0:
+        return count, ns
+    return _count(count, where, f".{key}.count"), _count(ns, where, f".{key}.ns")
 
 
 def _batch(entry: Any, where: str) -> BatchStats:
     e = _obj(entry, where)
-    size = _count(e.get("batch_size"), f"{where}.batch_size")
+    size = _count(e.get("batch_size"), where, ".batch_size")
     ci = _duration(e, "compute_input", where)
     cf = _duration(e, "compute_infer", where)
     co = _duration(e, "compute_output", where)
@@ -91,10 +100,11 @@ def _model(entry: Any, at_ns: int, index: int) -> ModelStats:
         raise StatsParseError(f"model_stats[{index}]: no model name in {json.dumps(e)[:80]}")
     version = e.get("version", "")
     where = f"model {name!r} version {version!r}"
-    inf = _obj(e.get("inference_stats"), f"{where} inference_stats")
-    d = {key: _duration(inf, key, f"{where} inference_stats") for key in _DURATIONS}
-    hit = _duration(inf, "cache_hit", f"{where} inference_stats")
-    miss = _duration(inf, "cache_miss", f"{where} inference_stats")
+    inf_where = f"{where} inference_stats"
+    inf = _obj(e.get("inference_stats"), inf_where)
+    d = {key: _duration(inf, key, inf_where) for key in _DURATIONS}
+    hit = _duration(inf, "cache_hit", inf_where)
+    miss = _duration(inf, "cache_miss", inf_where)
     raw_batches = e.get("batch_stats")
     if raw_batches is None:
         raw_batches = []
@@ -105,9 +115,9 @@ def _model(entry: Any, at_ns: int, index: int) -> ModelStats:
         at_ns=at_ns,
         model=_text(name),
         version=_text(str(version)),
-        last_inference_ms=_count(e.get("last_inference"), f"{where} last_inference"),
-        inference_count=_count(e.get("inference_count"), f"{where} inference_count"),
-        execution_count=_count(e.get("execution_count"), f"{where} execution_count"),
+        last_inference_ms=_count(e.get("last_inference"), where, " last_inference"),
+        inference_count=_count(e.get("inference_count"), where, " inference_count"),
+        execution_count=_count(e.get("execution_count"), where, " execution_count"),
         success_count=d["success"][0],
         success_ns=d["success"][1],
         fail_count=d["fail"][0],

@@ -91,6 +91,25 @@ INVALID = [
     ('{"model_stats": [{"name": "m", "inference_stats": {"queue": {"ns": "x"}}}]}', "queue.ns"),
     ('{"model_stats": [{"name": "m", "batch_stats": {}}]}', "batch_stats"),
     ('{"model_stats": [{"name": "m", "batch_stats": [{"batch_size": "a"}]}]}', "batch_size"),
+    # The whole path of the bad value, exactly (the parser joins it only when it raises).
+    (
+        '{"model_stats": [{"name": "m", "version": "2", "inference_stats": '
+        '{"fail": {"count": 1, "ns": -5}}}]}',
+        r"^model 'm' version '2' inference_stats\.fail\.ns: expected a non-negative integer",
+    ),
+    (
+        '{"model_stats": [{"name": "m", "inference_stats": {"cache_hit": 3}}]}',
+        r"^model 'm' version '' inference_stats\.cache_hit: expected an object, got 3",
+    ),
+    (
+        '{"model_stats": [{"name": "m", "batch_stats": [{"batch_size": 1}, '
+        '{"batch_size": 2, "compute_infer": {"count": false}}]}]}',
+        r"^model 'm' version '' batch_stats\[1\]\.compute_infer\.count: expected a count",
+    ),
+    (
+        '{"model_stats": [{"name": "m", "last_inference": "9x"}]}',
+        r"^model 'm' version '' last_inference:",
+    ),
 ]
 
 
