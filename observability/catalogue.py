@@ -156,8 +156,10 @@ CATALOGUE: tuple[Pathology, ...] = (
             (
                 "partly",
                 "from /metrics, an instance held while its siblings serve: the model's "
-                "completions fall at once while its queue never empties (a full stall is "
-                "model_stalled's); neither names the request, instance or call",
+                "completions fall at once while its queue never empties, or, under a light "
+                "load, a child and its caller stay short of a sibling they ran level with "
+                "(a full stall is model_stalled's); neither names the request, instance or "
+                "call",
             ),
             _YES,
         ),

@@ -37,6 +37,7 @@ from observability.detectors.deadlines import DeadlinePolicy
 from observability.detectors.instances import Execution, version_text
 from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.loads import clock
+from observability.detectors.lockstep import LockstepLag, lockstep_lags
 from observability.detectors.model_stalled import logged_models
 from observability.detectors.origins import STEP
 from observability.detectors.requests import (
@@ -122,8 +123,16 @@ class HungRequestDetector:
         # A hang that ended is told when none is open: beside one that is, it is most
         # likely a caller the open one held for a while, and the open one is the page.
         out = out or self._released(window, waits)
-        quiet = capacity_drops(window, logged_models(window))
-        return out + [self._capacity_finding(d) for d in quiet]
+        logged = logged_models(window)
+        quiet = [self._capacity_finding(d) for d in capacity_drops(window, logged)]
+        lost = {f.model for f in quiet}
+        level = [
+            self._lockstep_finding(lag, model)
+            for lag in lockstep_lags(window, logged)
+            for model in lag.models
+            if model not in lost
+        ]
+        return out + quiet + level
 
     def _capacity_finding(self, drop: CapacityDrop) -> Finding:
         """A model without verbose-log lines that lost a third or more of its capacity at
@@ -167,6 +176,54 @@ class HungRequestDetector:
                     f"above 0 at every scrape; median {drop.pending_before:g} before, "
                     f"{drop.pending_after:g} after",
                 ),
+            ),
+        )
+
+    def _lockstep_finding(self, lag: LockstepLag, model: str) -> Finding:
+        """A model short of a sibling it ran level with, for good, beside another one
+        (``lockstep.py``): at ``--log-verbose 0`` under a light load, the one sign of a BLS
+        call that never returned and the caller it holds."""
+        others = [m for m in lag.models if m != model]
+        short = f"{lag.short} request{'s' if lag.short > 1 else ''}"
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=model,
+            summary=(
+                f"{model} has been {short} short of {lag.sibling} since {clock(lag.at_ns)} "
+                f"({(lag.last_ns - lag.at_ns) / 1e9:.0f} s), and so has {', '.join(others)}: "
+                f"they had finished exactly as many requests as {lag.sibling} at every scrape "
+                f"for {(lag.at_ns - lag.level_since_ns) / 1e9:.0f} s; since, {lag.sibling} "
+                f"finished {lag.sibling_done} more and they stayed exactly {lag.short} "
+                "behind. Requests that never finished: most likely a BLS call that never "
+                f"returned (to {model} or to {', '.join(others)}) and the caller waiting on it, "
+                f"which calls {lag.sibling} beside it. Without Triton's verbose log the request "
+                "and the instance cannot be named."
+            ),
+            advice=(
+                "Start Triton with --log-verbose 1 (or set it at runtime: POST /v2/logging "
+                '{"log_verbose_level": 1}) to see which instance and which BLS call hold it; '
+                "a py-spy dump of the models' stub processes shows the stuck frame now. "
+                "Set a timeout on BLS calls (InferenceRequest(timeout=...)) so one hung child "
+                "cannot hold an instance forever."
+            ),
+            first_seen_ns=lag.at_ns,
+            last_seen_ns=lag.last_ns,
+            evidence=tuple(
+                Evidence(
+                    "metrics",
+                    lag.at_ns,
+                    f'nv_inference_request_success{{model="{m}"}} + '
+                    f'nv_inference_request_failure{{model="{m}"}}',
+                    (
+                        f"level with the others from {clock(lag.level_since_ns)}; "
+                        f"{lag.sibling_done} more from {clock(lag.at_ns)} to the last scrape"
+                        if m == lag.sibling
+                        else f"level with {lag.sibling}'s from {clock(lag.level_since_ns)}; "
+                        f"{lag.short} short of it from {clock(lag.at_ns)} to the last scrape"
+                    ),
+                )
+                for m in (lag.sibling, model, *others)
             ),
         )
 

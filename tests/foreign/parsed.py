@@ -73,7 +73,9 @@ def _event_reducers() -> dict[type, Callable[[Any], tuple[type, tuple[Any, ...]]
     and made writing the cold cache 1.6 times slower."""
     table: dict[type, Callable[[Any], tuple[type, tuple[Any, ...]]]] = {}
     for cls in vars(ev).values():
-        if isinstance(cls, type) and cls.__module__ == ev.__name__ and dataclasses.is_dataclass(cls):
+        if not (isinstance(cls, type) and cls.__module__ == ev.__name__):
+            continue
+        if dataclasses.is_dataclass(cls):
             first, *rest = (f.name for f in dataclasses.fields(cls))
             if rest:
                 table[cls] = lambda obj, cls=cls, get=attrgetter(first, *rest): (cls, get(obj))

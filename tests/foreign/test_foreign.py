@@ -68,23 +68,16 @@ GAPS: dict[str, str] = {
     # Round 33 (sw, perf_analyzer-style concurrency sweeps and request rates): see the
     # README, "Round 33".
     # Round 34 (gs, gRPC streaming clients on models not all decoupled): see the README.
-    "gs_spam_hang_quiet": "nothing reported. --log-verbose 0 (64 log lines, none after the "
-    "start): one gs_spam call slept 300 s and held one gs_moderate instance from 9 s to the end "
-    "while the other served (324 of 324 background messages ok; the fault message and the 12 "
-    "gs_moderate requests sent after it on the same stream never answered: 8 timeouts, 4 "
-    "open). Nothing stalls (gs_moderate's pending gauge 0 at every scrape), so model_stalled, "
-    "the only hang a level-0 window gives, has nothing to read; /metrics shows the call that "
-    "never finished: each message calls each child once, and gs_toxicity's "
-    "nv_inference_request_success stays one ahead of gs_spam's from the scrape 9 s in to the "
-    "end (337 vs 336; gs_moderate 336), as hx_kb_hang_quiet",
+    # gs_spam_hang_quiet: found (lockstep.py, the fourteenth session).
     # Round 35 (day, a production day's noise around a healthy pipeline): see the README.
     "day_lang_hang_quiet": "nothing reported. --log-verbose 0 (86 log lines: the start and "
     "the model_lifecycle lines of the three repository-API operations, no request line): one "
     "day_lang call (29 s) never returned and held a day_lang and a day_classify instance to "
     "the end while the others served (239 of 240 good day_classify documents ok, one timeout; "
     "the garbled document timed out at 1 s). "
-    "Unlike gs_spam_hang_quiet no counter lags: day_classify calls its children one after "
-    "the other, so the hung call and its parent are both counted nowhere (at the end "
+    "Unlike gs_spam_hang_quiet (lockstep.py) no counter lags: day_classify calls its "
+    "children one after the other, so the hung call and its parent are both counted nowhere "
+    "(at the end "
     "day_classify 253 successes, day_lang 249, the difference the 4 empty documents answered "
     "before any call; day_embed 525 = day_lang's 249 + day_triage's 276), and day_classify's "
     "pending gauge read 0 at every scrape but one (1 at 38 s). Nothing in this window shows "
