@@ -1,8 +1,9 @@
 """Only the optional C extensions; everything else is in pyproject.toml.
 
 ``optional=True``: where they cannot be compiled the install still succeeds, and
-``collectors.metrics.parser`` builds its samples in Python and ``collectors.logs.parser`` runs
-its Python hot path, which give the same records (the tests compare both paths).
+``collectors.metrics.parser`` builds its samples in Python, ``collectors.logs.parser`` runs
+its Python hot path and ``observability.store.blocks`` packs every column in Python, which give
+the same records and bytes (the tests compare both paths).
 """
 
 from setuptools import Extension, setup
@@ -18,6 +19,12 @@ setup(
         Extension(
             "collectors.logs._hotpath",
             sources=["collectors/logs/_hotpath.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "observability.store._blockpack",
+            sources=["observability/store/_blockpack.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

@@ -43,8 +43,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     t0 = time.perf_counter()
     n_records = sum(1 for _ in parse_lines(lines, year=2026))
     parse_s = time.perf_counter() - t0
+    n_lines = len(lines)
     with tempfile.TemporaryDirectory() as tmp:
         bundle = _bundle(Path(tmp) / "bundle", lines)
+        # ``triton-obs ingest`` holds no list of the log's lines: neither may the timing, whose
+        # collector passes walked this one's million items (a third of the time at 1M lines).
+        del lines
         path = Path(tmp) / "bench.db"
         with Store(path) as store:
             gc.collect()
@@ -58,13 +62,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         raise SystemExit(f"ingest stored {report.inserted} records, the parser gave {n_records}")
     result = {
         "bench": "ingest_log_lines",
-        "value": round(len(lines) / ingest_s),
+        "value": round(n_lines / ingest_s),
         "unit": "lines/s",
-        "baseline": round(len(lines) / parse_s),
+        "baseline": round(n_lines / parse_s),
         "ratio": round(parse_s / ingest_s, 3),
         "records": n_records,
         "store_bytes": size,
-        "bytes_per_line": round(size / len(lines), 1),
+        "bytes_per_line": round(size / n_lines, 1),
     }
     print(json.dumps(result), flush=True)
     return result

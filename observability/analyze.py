@@ -20,6 +20,7 @@ from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
 from observability.detectors.work import ModelWork, in_flight
 from observability.findings import Finding, parse_iso
+from observability.gcpause import gc_paused
 from observability.store import Store
 
 __all__ = [
@@ -139,9 +140,10 @@ class ParsedBundle:
 
 def parse_bundle(bundle: Bundle, log_format: str | None = None) -> ParsedBundle:
     report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
-    events = [
-        e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
-    ]
+    with gc_paused():  # records made in bulk (gcpause.py)
+        events = [
+            e for _part, _source, batch in bundle_events(bundle, report, log_format) for e in batch
+        ]
     untimed, read = _untimed_loose(bundle), bundle.log is not None
     return ParsedBundle(bundle.meta, events, report.notes, untimed, read)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from observability import events as ev
@@ -197,6 +198,9 @@ class Stream:
     per_record_source: bool = False
     """Whether ``source`` depends on the record (a scrape's target), not only on the batch's
     source: a batch of one stream whose source does not is keyed without a lookup a record."""
+    keyed: Callable[[list[Any], str], tuple[list[str], list[int]]] | None = None
+    """``keyed(events, source)``: every record's ``key`` and ``at_ns`` at once, the same as
+    one call of each a record; for the stream written a million records at a time (the log)."""
 
 
 def _log_offset(e: Any) -> int:
@@ -213,6 +217,16 @@ def _log_key(e: Any, source: str) -> str:
     header = getattr(e, "header", None)
     offset = header.offset if header is not None else e.offset
     return f"{source}|{offset}|{type(e).__name__}"  # type name: codec.kind_of
+
+
+def _log_keyed(events: list[Any], source: str) -> tuple[list[str], list[int]]:
+    """:func:`_log_key` and :func:`_log_at` of a batch, in list passes (a function call a
+    record each was a fifth of an ingest outside the parser)."""
+    headers = list(map(getattr, events, repeat("header"), repeat(None)))
+    offsets = [e.offset if h is None else h.offset for h, e in zip(headers, events, strict=True)]
+    times = [e.at_ns if h is None else h.at_ns for h, e in zip(headers, events, strict=True)]
+    keys = [f"{source}|{o}|{t.__name__}" for o, t in zip(offsets, map(type, events), strict=True)]
+    return keys, list(map(int, times))
 
 
 def _trace_start(e: ev.TraceSpan) -> int:
@@ -236,6 +250,7 @@ LOG = Stream(
     key=_log_key,
     at_ns=_log_at,
     source=lambda _e, source: source,
+    keyed=_log_keyed,
 )
 STREAMS: dict[str, Stream] = {
     s.name: s

@@ -281,8 +281,12 @@ class Store:
         (stream,) = streams
         if stream is None or stream.per_record_source:
             return None
-        keys = list(map(stream.key, events, itertools.repeat(source)))
-        group = dict(zip(keys, zip(map(stream.at_ns, events), events, strict=True), strict=True))
+        if stream.keyed is not None:
+            keys, times = stream.keyed(events, source)
+        else:
+            keys = list(map(stream.key, events, itertools.repeat(source)))
+            times = list(map(stream.at_ns, events))
+        group = dict(zip(keys, zip(times, events, strict=True), strict=True))
         if len(group) != len(keys):
             return None  # a key twice: the record-by-record path keeps the first
         return {(stream.name, stream.source(events[0], source)): group}
