@@ -13,15 +13,13 @@ What ``analyze`` reports, and what the detectors find in the log alone, are kept
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import hashlib
 import io
 import os
 import pickle
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import cache, lru_cache
 from operator import attrgetter
 from pathlib import Path
@@ -41,6 +39,7 @@ from observability.detectors import run_detectors
 from observability.detectors.registry import default_detectors
 from observability.detectors.window import Window
 from observability.findings import Finding
+from observability.gcpause import gc_paused
 from tests.fixtures.recordings import REPO, ingest_fingerprint
 from tests.judged import judged, keep
 
@@ -95,20 +94,6 @@ def _dumps(result: ParsedBundle) -> bytes:
     return buffer.getvalue()
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The cyclic collector off while a recording's events are unpickled: hundreds of
-    thousands of new objects, none in a cycle, that its young-generation passes would walk
-    over and over (a third of the corpus's loading time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 @lru_cache(maxsize=4)
 def parsed(name: str) -> ParsedBundle:
     """Scenario ``name``'s bundle parsed, from the cache when its key is there. Only the last
@@ -117,7 +102,9 @@ def parsed(name: str) -> ParsedBundle:
     archive = _archive(name)
     path = _cache_root() / f"{name}-{_key(archive)}.pickle"
     if path.exists():
-        with path.open("rb") as fh, _no_cyclic_gc():
+        # Hundreds of thousands of new objects, none in a cycle: the collector's passes over
+        # them were a third of the corpus's loading time (gcpause.py).
+        with path.open("rb") as fh, gc_paused():
             return pickle.load(fh)  # type: ignore[no-any-return]
     with open_bundle(archive, workdir=_scratch()) as bundle:
         result = parse_bundle(bundle)
