@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from observability.collect import CollectConfig, CollectRunner
 from observability.detectors import run_detectors
+from observability.detectors.base import detector_kind
 from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
@@ -76,6 +77,7 @@ class Watcher:
         self.exporter = FindingsExporter(self.runner.metrics.registry)
         # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
         self.detectors = default_detectors(**cfg.settings)  # type: ignore[arg-type]
+        self.exporter.detectors([detector_kind(d) for d in self.detectors])
         self.live = LiveWindow(cfg.evidence_s, cfg.lookback_s, cfg.max_records)
         self.live.log_read = cfg.collect.log is not None
         self.runner.on_stored = self.live.add
@@ -110,7 +112,10 @@ class Watcher:
                 self.live.prime(reader, now_ns)
                 self.known.update((f.key, f) for f in reader.findings(active_only=True))
         window = self.live.window(now_ns)
-        seen = run_detectors(self.detectors, window)
+        failed: list[str] = []
+        seen = run_detectors(self.detectors, window, failed)
+        for line in failed:  # "<kind>: <error>"
+            self.exporter.detector_failed(line.partition(":")[0])
         findings = self._still_active(seen, now_ns)
         self.coverage, self.work = coverage(window), in_flight(window)
         self.exporter.update(findings, window, hung=seen, work=self.work, signals=self.coverage)

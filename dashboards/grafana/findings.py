@@ -268,4 +268,18 @@ def collector_row() -> list[dashboard.Row | object]:
             ],
             span=8,
         ),
+        timeseries_panel(
+            "Detectors that raised",
+            "Passes in which a detector raised over the last 10m, by detector: its findings "
+            "are missing from them (alert TritonObsDetectorFailing; the traceback is in "
+            "watch's log). 0 when all is well.",
+            [
+                query(
+                    f"sum by (detector) (increase(triton_obs_detector_failures_total{{{SRV}}}"
+                    f"[10m]))",
+                    "{{detector}}",
+                ),
+            ],
+            span=24,
+        ),
     ]

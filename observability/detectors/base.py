@@ -9,7 +9,7 @@ from typing import Protocol
 from observability.detectors.window import Window
 from observability.findings import Finding
 
-__all__ = ["Detector", "run_detectors"]
+__all__ = ["Detector", "detector_kind", "run_detectors"]
 
 log = logging.getLogger(__name__)
 
@@ -26,18 +26,24 @@ def run_detectors(
     detectors: Iterable[Detector], window: Window, failed: list[str] | None = None
 ) -> list[Finding]:
     """Every detector's findings; a detector that raises is logged and skipped, so one bug
-    never hides the other findings. ``failed`` gets a line for each that raised, for a
-    caller that tells its user what could not be looked at."""
+    never hides the other findings. ``failed`` gets a line for each that raised,
+    ``"<kind>: <error>"``, for a caller that tells its user (or Prometheus) what could not
+    be looked at."""
     out: list[Finding] = []
     for detector in detectors:
         try:
             out.extend(detector.detect(window))
         except Exception as err:
-            kind = getattr(detector, "kind", detector)
+            kind = detector_kind(detector)
             log.exception("detector %s failed", kind)
             if failed is not None:
                 failed.append(f"{kind}: {type(err).__name__}: {err}"[:300])
     return sorted(out, key=lambda f: (-f.severity.rank, f.first_seen_ns, f.kind, f.model))
+
+
+def detector_kind(detector: object) -> str:
+    """What a detector is named by: the kind it reports."""
+    return str(getattr(detector, "kind", detector))
 
 
 def by_kind(findings: Sequence[Finding]) -> dict[str, list[Finding]]:

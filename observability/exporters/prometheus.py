@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import Counter as PromCounter
 
 from observability.detectors.requests import requests_of
 from observability.detectors.signals import IDLE, PARTLY, PRESENT, Coverage
@@ -102,8 +103,24 @@ class FindingsExporter:
             ["signal"],
             registry=registry,
         )
+        self.detector_failures = PromCounter(
+            "triton_obs_detector_failures",
+            "Detection passes in which a detector raised, by detector: its findings are "
+            "missing from them (the watch's log has the traceback)",
+            ["detector"],
+            registry=registry,
+        )
         self._series = [_Series(g) for g in (self.findings, self.hung, self.bls_inflight)]
         self._series += [_Series(self.oldest), _Series(self.busy), _Series(self.queued)]
+
+    def detectors(self, kinds: Sequence[str]) -> None:
+        """Start each detector's failure count at 0, so the first failure is an increase
+        (a counter first seen at 1 has no rise for ``increase()`` to see)."""
+        for kind in kinds:
+            self.detector_failures.labels(kind)
+
+    def detector_failed(self, kind: str) -> None:
+        self.detector_failures.labels(kind).inc()
 
     def _labelled(self) -> set[str]:
         """Model names that hold a label now (current or retiring)."""

@@ -95,7 +95,12 @@ DETECTION_BUDGET_S = 20.0
 detection pass, a 1 s scrape, a 1 s evaluation, and two busy cores."""
 POD_LABELS = {"namespace": "lab", "pod": "triton-0"}
 """The Triton pod both jobs are about, as Kubernetes would label it."""
-NEVER_FIRING = {"TritonStubUnhealthy", "TritonObsCollectorDown", "TritonObsCollectorLagging"}
+NEVER_FIRING = {
+    "TritonStubUnhealthy",
+    "TritonObsCollectorDown",
+    "TritonObsCollectorLagging",
+    "TritonObsDetectorFailing",
+}
 
 
 @dataclass

@@ -42,6 +42,7 @@ from observability.bls.metrics import CATALOGUE, MAX_CHILDREN, OTHER_CHILD
 from observability.bls.settings import Settings
 from observability.collect import CollectConfig
 from observability.detectors import Window
+from observability.detectors.registry import default_detectors
 from observability.exporters.prometheus import (
     MAX_MODELS,
     OTHER_MODEL,
@@ -69,8 +70,10 @@ PER_MODEL_GAUGES = 5
 triton_obs_busy_instances, triton_obs_queued_requests."""
 SIGNAL_GAUGES = 6
 """triton_obs_signal_present{signal}: log, verbose_log, metrics, stats, library, request_ids."""
+DETECTOR_SERIES = 2 * len(default_detectors())
+"""triton_obs_detector_failures_total{detector} and its ``_created``: one pair per detector."""
 WATCH_DESIGN_MAX = (MAX_MODELS + 1) * (len(KINDS) * SEVERITIES + PER_MODEL_GAUGES)
-WATCH_DESIGN_MAX += SELF_METRICS_MAX + SIGNAL_GAUGES
+WATCH_DESIGN_MAX += SELF_METRICS_MAX + SIGNAL_GAUGES + DETECTOR_SERIES
 
 _BLS_LABEL_VALUES = {
     "parent": 1, "model": 1, "model_instance": 1,  # the instance's own model and instance
@@ -248,8 +251,8 @@ def test_watch_page_is_bounded_by_models_not_requests(watch_run: WatchRun, model
     per_model = full.named("triton_obs_hung_requests")
     assert {lab["model"] for _, lab in per_model} == set(models)
     kinds = {(f.kind, f.severity.value) for f in watch_run.findings}
-    bound = MODELS * (len(kinds) + PER_MODEL_GAUGES) + SELF_METRICS_MAX
-    own = [s for s in full.series if "model" not in s[1]]
+    bound = MODELS * (len(kinds) + PER_MODEL_GAUGES) + SELF_METRICS_MAX + DETECTOR_SERIES
+    own = [s for s in full.series if "model" not in s[1] and "detector" not in s[1]]
     print(
         f"watch /metrics: {len(full.series)} series for {REQUESTS} requests and {MODELS} models "
         f"(bound {bound} with {len(kinds)} kind/severity pairs seen; by design "
