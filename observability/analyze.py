@@ -163,7 +163,8 @@ def analyze_events(parsed: ParsedBundle, **settings: object) -> AnalysisResult:
         return AnalysisResult([], [*parsed.notes, "the bundle holds no signals"])
     offset, read = meta.epoch_minus_monotonic_ns, parsed.log_read
     window = Window(since, until, events=events, clock_offset_ns=offset, log_read=read)
-    return _result(window, list(parsed.notes), **settings)
+    with gc_paused():  # the detectors' indexes of the window: made in bulk too (gcpause.py)
+        return _result(window, list(parsed.notes), **settings)
 
 
 def _untimed_loose(bundle: Bundle) -> bool:

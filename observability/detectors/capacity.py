@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from statistics import median
 
-from observability.detectors.model_stalled import series_by_model
+from observability.detectors.model_stalled import points_by_model
 from observability.detectors.window import Window
 
 __all__ = ["CapacityDrop", "capacity_drops"]
@@ -66,9 +66,9 @@ def capacity_drops(
     max_slower: float = 1.4,
 ) -> list[CapacityDrop]:
     """The drops of the window's models not in ``skip``, one per model at most."""
-    pending = _points(window, PENDING)
-    success = _points(window, SUCCESS)
-    compute = _points(window, COMPUTE)
+    pending = points_by_model(window, PENDING)
+    success = points_by_model(window, SUCCESS)
+    compute = points_by_model(window, COMPUTE)
     out = []
     for key in sorted(set(pending) & set(success)):
         model = key[1]
@@ -81,12 +81,6 @@ def capacity_drops(
         if drop is not None and not slower:
             out.append(drop)
     return out
-
-
-def _points(window: Window, name: str) -> dict[tuple[str, str], dict[int, float]]:
-    """``(target, model)`` -> scrape time -> value (``model_stalled``'s series, versions
-    summed; each target its own: two servers may serve a model of the same name)."""
-    return {key: dict(points) for key, points in series_by_model(window.samples(name)).items()}
 
 
 def _slower(

@@ -64,6 +64,16 @@ ADVICE = (
 )
 
 
+_QUIET_ADVICE = (
+    "Start Triton with --log-verbose 1 (or set it at runtime: POST /v2/logging "
+    '{"log_verbose_level": 1}) to see which instance and which BLS call hold it; '
+    "a py-spy dump of the model's stub processes shows the stuck frame now. "
+    "Set a timeout on BLS calls (InferenceRequest(timeout=...)) so one hung child "
+    "cannot hold an instance forever."
+)
+"""What to do about a hang that /metrics alone shows (capacity.py, lockstep.py)."""
+
+
 @dataclass
 class HungRequestDetector:
     """A request (or an id-less batch) executing past its deadline at the window's end."""
@@ -153,13 +163,7 @@ class HungRequestDetector:
                 "other instances serve on, or executions that became that much slower. "
                 "Without Triton's verbose log the request and the instance cannot be named."
             ),
-            advice=(
-                "Start Triton with --log-verbose 1 (or set it at runtime: POST /v2/logging "
-                '{"log_verbose_level": 1}) to see which instance and which BLS call hold it; '
-                "a py-spy dump of the model's stub processes shows the stuck frame now. "
-                "Set a timeout on BLS calls (InferenceRequest(timeout=...)) so one hung child "
-                "cannot hold an instance forever."
-            ),
+            advice=_QUIET_ADVICE,
             first_seen_ns=drop.at_ns,
             last_seen_ns=drop.last_ns,
             evidence=(
@@ -200,13 +204,7 @@ class HungRequestDetector:
                 f"which calls {lag.sibling} beside it. Without Triton's verbose log the request "
                 "and the instance cannot be named."
             ),
-            advice=(
-                "Start Triton with --log-verbose 1 (or set it at runtime: POST /v2/logging "
-                '{"log_verbose_level": 1}) to see which instance and which BLS call hold it; '
-                "a py-spy dump of the models' stub processes shows the stuck frame now. "
-                "Set a timeout on BLS calls (InferenceRequest(timeout=...)) so one hung child "
-                "cannot hold an instance forever."
-            ),
+            advice=_QUIET_ADVICE,
             first_seen_ns=lag.at_ns,
             last_seen_ns=lag.last_ns,
             evidence=tuple(

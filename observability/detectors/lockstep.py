@@ -33,7 +33,7 @@ from collections.abc import Set
 from dataclasses import dataclass
 from itertools import pairwise
 
-from observability.detectors.model_stalled import series_by_model
+from observability.detectors.model_stalled import points_by_model
 from observability.detectors.window import Window
 
 __all__ = ["LockstepLag", "lockstep_lags"]
@@ -97,9 +97,9 @@ def _completed(window: Window) -> dict[tuple[str, str], dict[int, float]]:
     """``(target, model)`` -> scrape time -> requests finished, successes and failures."""
     out: dict[tuple[str, str], dict[int, float]] = {}
     for name in COMPLETED:
-        for key, points in series_by_model(window.samples(name)).items():
+        for key, points in points_by_model(window, name).items():
             per = out.setdefault(key, {})
-            for at, value in points:
+            for at, value in points.items():
                 per[at] = per.get(at, 0.0) + value
     return out
 

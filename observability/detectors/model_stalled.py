@@ -108,6 +108,12 @@ def series_by_model(
     return {key: sorted(points.items()) for key, points in summed.items()}
 
 
+def points_by_model(window: Window, name: str) -> dict[tuple[str, str], dict[int, float]]:
+    """``(target, model)`` -> scrape time -> value of one sample name (versions summed; each
+    target its own: two servers may serve a model of the same name)."""
+    return {key: dict(points) for key, points in series_by_model(window.samples(name)).items()}
+
+
 def _last_change(points: Sequence[tuple[int, float]], until_ns: int) -> tuple[int | None, bool]:
     """The last instant (at or before ``until_ns``) at which a counter grew or was reset."""
     before = [change for change in _changes(points) if change[0] <= until_ns]
