@@ -35,7 +35,15 @@ apart but its count. So:
   out, and those are real gaps, not lines of one batched step written together (at least
   1 / ``_RELAY`` of the count's typical gap: the median gap of the streams alone at that
   count, or of all the records, the smaller). It then stays until the stretch's last response
-  (or the end), and the rest of the stretch is read the same way.
+  (or the end), and the rest of the stretch is read the same way. Several oldest streams
+  stalled at once (a model's worker pool held by slow streams) are read the same way, all
+  together, when leaving them out gives every passing stream the gaps of a stream alone at
+  that count (``_stalled_together``).
+* A request its model never answers gets no callback at all, not even a cancellation one:
+  when its client gives up, the handler's ``Cancellation notification received ... step
+  ISSUED`` (no stream named) ends the stream that has waited longest for a first response,
+  if it has waited long (``_unanswered``), instead of leaving it at count 0 to take the next
+  stream's first response.
 
 What that gives:
 
@@ -148,7 +156,11 @@ it ended (the last stream there left)."""
 def window_streams(window: Window) -> list[LogStream]:
     """The window's gRPC streams, rebuilt once per window (``stream_stalled`` and
     ``shape_growth`` read them; neither changes them)."""
-    return log_streams(window.logs(ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse))
+    return log_streams(
+        window.logs(
+            ev.StreamRequestRead, ev.RequestPrepared, ev.StreamResponse, ev.FrontendCancellation
+        )
+    )
 
 
 def log_streams(records: Iterable[object]) -> list[LogStream]:
@@ -159,13 +171,22 @@ def log_streams(records: Iterable[object]) -> list[LogStream]:
     leaving: dict[int, list[_At]] = {}  # per count, the responses that leave it
     in_order: dict[int, deque[int]] = {0: deque()}
     gaps: list[int] = []  # every count taken in arrival order: the typical gap of the records
+    firsts: list[int] = []  # of those, the waits for a first response
     for pos, rec in enumerate(records):
+        if isinstance(rec, ev.FrontendCancellation):
+            waiting = in_order[0]
+            if _unanswered(rec, waiting, firsts):
+                leaving.setdefault(0, []).append(_At(pos, rec.header.at_ns, rec))
+                waiting.popleft()
+            continue
         if isinstance(rec, ev.StreamResponse) and rec.index >= 1:
             at = rec.header.at_ns
             leaving.setdefault(rec.index - 1, []).append(_At(pos, at, rec))
             there = in_order.get(rec.index - 1)
             if there:
                 gaps.append(at - there.popleft())
+                if rec.index == 1:
+                    firsts.append(gaps[-1])
             if not rec.final:
                 in_order.setdefault(rec.index, deque()).append(at)
         elif isinstance(rec, ev.StreamRequestRead) and id(rec) in streams:
@@ -176,6 +197,10 @@ def log_streams(records: Iterable[object]) -> list[LogStream]:
         reached: list[_At] = []
         for stream, left in _match(arrivals, leaving.get(count, []), pooled):
             rec = left.item
+            if isinstance(rec, ev.FrontendCancellation):
+                if isinstance(stream, LogStream):
+                    _gave_up(stream, rec)
+                continue
             assert isinstance(rec, ev.StreamResponse)
             owner = stream if isinstance(stream, LogStream) else _before_records(rec)
             _respond(owner, rec)
@@ -190,6 +215,42 @@ def _before_records(rec: ev.StreamResponse) -> LogStream:
     stream = LogStream(rec.header.at_ns, rec.header.offset)
     stream.last_ns = stream.opened_ns
     return stream
+
+
+_UNANSWERED_NS = 1_000_000_000
+"""A stream's client that cancels after waiting at least this long for a first response, and
+at least ``_FIRST_WAITS`` times the usual wait, is taken to have given up on that response."""
+
+_FIRST_WAITS = 10
+
+
+def _unanswered(rec: ev.FrontendCancellation, waiting: deque[int], firsts: list[int]) -> bool:
+    """Whether a stream's cancellation is its oldest unanswered request's client giving up.
+
+    A request its model never answered (its instance or the model's own worker pool held by
+    others) gets no callback at all, not even ``CANCELLATION_ISSUED``: its client's deadline
+    leaves only the handler's ``Cancellation notification received for
+    ModelStreamInferHandler, ... step ISSUED``, which names no stream. Kept waiting at count
+    0, it would take the next first response of any stream (another model's) and charge that
+    stream its own wait. Taken here is the longest wait for a first response, when it is long
+    (``_UNANSWERED_NS``, ``_FIRST_WAITS`` times the usual): a client that cancels a stream
+    in the middle, the other case, leaves the fresh streams at count 0 alone."""
+    if rec.handler != "ModelStreamInferHandler" or not rec.detail.endswith(" step ISSUED"):
+        return False
+    if not waiting:
+        return False
+    waited = rec.header.at_ns - waiting[0]
+    usual = _median(firsts) if firsts else 0.0
+    return waited >= _UNANSWERED_NS and waited >= _FIRST_WAITS * usual
+
+
+def _gave_up(stream: LogStream, rec: ev.FrontendCancellation) -> None:
+    """A stream whose client cancelled before its first response: it ends there."""
+    at = rec.header.at_ns
+    stream.gaps_ns.append(at - stream.last_ns)
+    stream.last_ns, stream.last_offset = at, rec.header.offset
+    stream.final_ns = at
+    stream.cancelled = True
 
 
 def _respond(owner: LogStream, rec: ev.StreamResponse) -> None:
@@ -216,11 +277,14 @@ def _match(arrivals: list[_At], leaving: list[_At], pooled: float) -> list[tuple
     work = stretches
     while work:
         arr, dep, ended = work.pop()
-        if _relayed(arr, dep, ended, typical):
-            rest_orphans, rest = _stretches(arr[1:], dep[:-1] if ended else dep)
-            if not rest_orphans:  # none: every response but the last left another behind
+        k = 1 if _relayed(arr, dep, ended, typical) else 0
+        if not k and len(alone) >= 3:
+            k = _stalled_together(arr, dep, ended, _median(alone))
+        if k:
+            rest_orphans, rest = _stretches(arr[k:], dep[:-k] if ended else dep)
+            if not rest_orphans:  # none: every response but the last k left another behind
                 if ended:
-                    out.append((arr[0].item, dep[-1]))
+                    out += zip([a.item for a in arr[:k]], dep[-k:], strict=True)
                 work += rest
                 continue
         out += zip([a.item for a in arr[: len(dep)]], dep, strict=True)
@@ -263,6 +327,35 @@ def _relayed(arr: list[_At], dep: list[_At], ended: bool, typical: float) -> boo
     x = _median([dep[i].at - arr[i].at for i in range(shared)])
     y = _median([dep[i].at - arr[i + 1].at for i in range(shared)])
     return x >= _RELAY * y and _RELAY * y >= typical
+
+
+_TOGETHER_MAX = 16
+"""The most streams of one count taken as stalled at once."""
+
+
+def _stalled_together(arr: list[_At], dep: list[_At], ended: bool, alone: float) -> int:
+    """How many of the oldest streams of a busy stretch stalled at once while the others went
+    through the count (0: none): several streams held together (a model's worker pool full of
+    slow ones, bg_pool_exhausted) make every later stream that passes them read, in arrival
+    order, as if it had waited for the stalled ones to leave; one left out is not enough.
+
+    ``k`` of them are taken as stalled when, with them left out, each response goes to a
+    stream already there and the streams' gaps are (median) those of a stream alone at the
+    count, within ``_RELAY`` times, over at least three responses, while in arrival order they
+    are ``_RELAY`` squared times longer. A crowd that keeps a count busy (a queue) is never
+    read so: its gaps in arrival order are its own streams' already, and leaving the oldest
+    out only shortens them below a lone stream's."""
+    for k in range(2, min(len(arr), _TOGETHER_MAX + 1)):
+        shared = len(dep) - k if ended else len(dep)
+        if shared < 3:
+            break
+        if any(dep[i].pos < arr[i + k].pos for i in range(shared)):
+            continue  # a response before the stream it would go to
+        y = _median([dep[i].at - arr[i + k].at for i in range(shared)])
+        x = _median([dep[i].at - arr[i].at for i in range(shared)])
+        if alone / _RELAY <= y <= alone * _RELAY and x >= _RELAY * _RELAY * y:
+            return k
+    return 0
 
 
 def _median(values: list[int]) -> float:

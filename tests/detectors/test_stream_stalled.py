@@ -256,6 +256,92 @@ def test_streams_crowding_a_count_are_not_read_as_stalled(seed: int) -> None:
     assert max(g for s in streams for g in s.gaps_ns) <= 1.5e9
 
 
+_CANCEL = (
+    _HEAD + 'infer_handler.h:850] "Cancellation notification received for '
+    'ModelStreamInferHandler, rpc_ok=1, context 0, 0 step ISSUED"'
+)
+
+
+def _healthy(start: float, model: str = "caption", n: int = 3) -> list[tuple[float, str]]:
+    """A stream alone at each count: its responses 30 ms apart, then the final one."""
+    rows = [
+        (start, _READ.format(s=_at(start))),
+        (start + 5e-5, _PREPARED.format(s=_at(start + 5e-5), rid="", model=model)),
+    ]
+    rows += [
+        (start + 0.01 + 0.03 * i, _resp(_at(start + 0.01 + 0.03 * i), i + 1)) for i in range(n)
+    ]
+    end = start + 0.01 + 0.03 * n
+    return [*rows, (end, _resp(_at(end), n + 1, final=True))]
+
+
+def test_streams_stalled_together_keep_their_stall_while_others_pass_them() -> None:
+    """bg_pool_exhausted's shape: four streams of one model send one response each and stop
+    (their worker pool is full of them), while another model's streams pass that count one
+    by one. In arrival order each passing stream's second response would go to a stalled one
+    and each would look as if it had waited seconds; with the four left out, each has its own
+    30 ms gaps."""
+    timed: list[tuple[float, str]] = []
+    for start in (1.0, 1.5, 2.0, 2.5):  # alone at every count: what a lone stream takes
+        timed += _healthy(start)
+    for i in range(4):
+        t = 5.0 + 0.001 * i
+        timed += [
+            (t, _READ.format(s=_at(t))),
+            (t + 5e-5, _PREPARED.format(s=_at(t + 5e-5), rid="", model="search")),
+            (t + 0.01, _resp(_at(t + 0.01), 1)),
+        ]
+    for start in (6.0, 7.1, 8.2, 9.3, 10.4):
+        timed += _healthy(start)
+    timed.sort(key=lambda pair: pair[0])
+    streams = log_streams(_lines(*(row for _, row in timed)))
+    stalled = [s for s in streams if s.open]
+    assert [(s.model, s.callbacks) for s in stalled] == [("search", 1)] * 4
+    passing = [s for s in streams if s.model == "caption"]
+    assert len(passing) == 9 and max(g for s in passing for g in s.gaps_ns) < 50_000_000
+
+
+def test_a_client_that_gave_up_on_its_first_response_leaves_its_count() -> None:
+    """A request its model never answered gets no callback, not even a cancellation one: its
+    client's deadline leaves only the handler's cancellation lines, naming no stream. The
+    stream waiting longest for a first response ends there, instead of taking the next
+    stream's first response (another model's) and charging it 10 s."""
+    timed: list[tuple[float, str]] = []
+    for start in (1.0, 1.5, 2.0):
+        timed += _healthy(start)
+    timed += [
+        (5.0, _READ.format(s=_at(5.0))),
+        (5.00005, _PREPARED.format(s=_at(5.00005), rid="", model="search")),
+        (15.0, _CANCEL.format(s=_at(15.0))),
+    ]
+    timed += _healthy(16.0)
+    timed.sort(key=lambda pair: pair[0])
+    streams = log_streams(_lines(*(row for _, row in timed)))
+    [gave_up] = [s for s in streams if s.model == "search"]
+    assert (gave_up.open, gave_up.cancelled, gave_up.callbacks) == (False, True, 0)
+    assert [g // 10**9 for g in gave_up.gaps_ns] == [10]
+    last = [s for s in streams if s.model == "caption"][-1]
+    assert not last.open and max(last.gaps_ns) < 50_000_000
+
+
+def test_a_cancellation_beside_fresh_streams_takes_none_of_them() -> None:
+    """A client that cancels a stream in the middle (its model answers that with a
+    CANCELLATION_ISSUED callback, or not at all) must not end a stream that has waited a few
+    milliseconds for its first response."""
+    timed = _healthy(1.0) + _healthy(1.5) + _healthy(2.0)
+    timed += [
+        (3.0, _READ.format(s=_at(3.0))),
+        (3.00005, _PREPARED.format(s=_at(3.00005), rid="", model="caption")),
+    ]
+    timed += [
+        (3.002, _CANCEL.format(s=_at(3.002))),
+        (3.01, _resp(_at(3.01), 1)),
+        (3.04, _resp(_at(3.04), 2, final=True)),
+    ]
+    streams = log_streams(_lines(*(row for _, row in sorted(timed))))
+    assert not [s for s in streams if s.open or s.cancelled]
+
+
 def test_a_read_is_paired_with_a_streamed_models_line_not_a_bls_childs() -> None:
     # The handler's thread issues the request it has read at once, but a BLS child of another
     # stream (the tokenizer each llm stream calls first, 3 ms after its READ) can be prepared

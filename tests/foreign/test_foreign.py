@@ -49,16 +49,7 @@ GAPS: dict[str, str] = {
     # Round 24 (PyTriton): see tests/fixtures/foreign/README.md, "Round 24".
     # Round 25 (ops, 75-90 s windows, several faults): see the README, "Round 25".
     # Round 27 (bg, decoupled models answering from background threads): see the README.
-    "bg_pool_exhausted": "false finding: stream_stalled warning on bg_caption ('6 gRPC "
-    "response stream(s) of bg_caption stalled and then went on, the longest gap 21.4 s'). "
-    "bg_stream's pool of 4 is held by the 4 slow streams, so every later bg_stream request "
-    "gets no callback at all; its clients cancel after 10 s ('Cancellation notification "
-    "received ... step ISSUED', 'Issuing cancellation for 0': no stream and no model named, "
-    "no CANCELLATION_ISSUED callback since nothing reached the model). streams.py keeps "
-    "those streams open at count 0 and hands the next first responses, bg_caption's (e.g. "
-    "15:26:21.295 'callback index 1'), to them in arrival order, so bg_caption streams read "
-    "at 15:26:10.24 and 15:26:21.08 are charged 11 s gaps; a stream whose client cancelled "
-    "(the cancellation lines follow its READ by its deadline) should leave its count",
+    # bg_pool_exhausted: found (streams.py, the fourteenth session).
     # Round 28 (cx, clients that time out, cancel and retry): see the README, "Round 28".
     # Round 29 (pz, retail search): see the README, "Round 29".
     # Round 30 (zoo, a model zoo with sparse, uneven traffic): see the README, "Round 30".
