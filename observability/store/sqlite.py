@@ -40,6 +40,13 @@ _UNBINDABLE = (
 
 log = logging.getLogger(__name__)
 
+_WAL_KEEP_BYTES = 4 << 20
+"""What SQLite keeps of the WAL file once a checkpoint has emptied it (``journal_size_limit``):
+about what its automatic checkpoint lets it reach (1,000 pages). Without it the file stays at
+its largest (a compaction, a bundle's ingest), its pages reused for minutes of writes: a full
+disk then went unseen for over 40 s (the soak's disk-full fault, CI 2026-11-27), and the space
+is held by a file of dead pages."""
+
 _FULL_BELOW_BYTES = 1 << 20
 """Less free space than this under the store makes a failed write a full disk."""
 
@@ -125,6 +132,7 @@ class Store:
                 self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(f"PRAGMA journal_size_limit={_WAL_KEEP_BYTES}")
                 self._migrate()
             version = self.schema_version()
         except sqlite3.DatabaseError as err:

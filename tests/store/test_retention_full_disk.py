@@ -67,3 +67,18 @@ def test_the_collector_outlives_retention_on_a_full_disk(disk: DiskFiller) -> No
     assert time.monotonic() - started >= 0.5
     with Store(path, readonly=True) as store:
         assert store.count("log_records") < 4000
+
+
+def test_a_large_transaction_leaves_no_large_wal_behind(tmp_path: Path) -> None:
+    """A WAL file that once grew (here an 8,000-row batch of 4 KiB prints staged at once)
+    is cut back to ``journal_size_limit`` when a checkpoint has emptied it: its dead pages would
+    otherwise hold disk space and absorb minutes of writes, so that a full disk goes unseen."""
+    path = tmp_path / "store.db"
+    big = [ev.StubOutput(HEADER.at_ns + i, i, "x" * 4096) for i in range(8000)]
+    with Store(path) as store:
+        store.write(big, source="f")  # under a block's worth: staged as JSON rows
+        grown = (tmp_path / "store.db-wal").stat().st_size
+        store.write([ev.StubOutput(HEADER.at_ns + 9000, 9000, "y")], source="f")
+        kept = (tmp_path / "store.db-wal").stat().st_size
+    assert grown > 16 << 20, grown
+    assert kept <= 4 << 20, kept
