@@ -69,10 +69,13 @@ def origins(records: Iterable[object], whole_seconds: bool = False) -> dict[tupl
     first = _origins(records, frozenset(), releases, steps, executed, leads)
     prepared = _prepared(records)
     sent = shares(first, prepared, CLIENT)
-    internal = frozenset(
-        m for m, (c, n) in sent.items() if n >= 10 and 0 < c < _CLIENT_SHARE * n
-    )  # a model no frontend line went to has nothing to take back: no second pass for it
-    found = _origins(records, internal, releases, steps, executed, leads) if internal else first
+    rare = frozenset(m for m, (c, n) in sent.items() if n >= 10 and c < _CLIENT_SHARE * n)
+    # A second pass only where some of these took a line; then all of them are kept from
+    # the lines, those that took none too: else the line one gives back goes to the next
+    # such model admitted before the client's own (outage_without_ids: eight routers' gRPC
+    # lines, three children's calls in between, and a router request read as a call).
+    taken = any(sent[m][0] for m in rare)
+    found = _origins(records, rare, releases, steps, executed, leads) if taken else first
     # Whole-second times (Window.whole_seconds) put every line of a second near a release:
     # nearness says nothing there, so no model's share of it does either.
     return found if whole_seconds else _steps_by_model(releases, found, prepared)

@@ -43,3 +43,55 @@ def test_clients_steps_and_calls() -> None:
         ("text_det", CALL),  # det_backbone calling back: only a fault takes this path
         ("text_det", CLIENT),  # an HTTP client naming the model
     ]
+
+
+def _grpc(at: float) -> list[str]:
+    s = f"{at:09.6f}"
+    return [
+        f'I1125 14:10:{s} 1 infer_handler.cc:723] "Process for ModelInferHandler, rpc_ok=1, 0 step START"',
+        f'I1125 14:10:{s} 1 infer_handler.cc:675] "New request handler for ModelInferHandler, 0"',
+    ]
+
+
+def _prepared(at: float, model: str) -> str:
+    return (
+        f'I1125 14:10:{at:09.6f} 1 infer_request.cc:905] "[request id: <id_unknown>] prepared: '
+        f"[0x0x1] request id: , model: {model}, requested version: -1, actual version: 1, "
+        'flags: 0x0, correlation id: 0, batch size: 1, priority: 0, timeout (us): 0"'
+    )
+
+
+def test_a_clients_line_is_kept_from_every_child_admitted_before_its_request() -> None:
+    """Eight gRPC clients of ``router`` at once (tests/detectors/test_outage_without_ids.py,
+    CI 2026-11-27): a frontend line, then three BLS calls of the routers already running
+    (preprocess, detector, classifier), then the client's own router request. preprocess
+    took such a line before, so the second pass keeps the lines from it; the line it gave back
+    must go to the router request, not to detector, which had never taken one."""
+    rows: list[str] = []
+    for i in range(30):  # a router request after its line, then its three calls
+        t = 0.1 + i * 0.09
+        rows += _grpc(t)
+        rows += [_prepared(t + 0.00005, "router")]
+        rows += [
+            _prepared(t + 0.001 + k * 0.001, m)
+            for k, m in enumerate(("preprocess", "detector", "classifier"))
+        ]
+    rows += [*_grpc(3.0), _prepared(3.00005, "preprocess")]  # a call took a client's line
+    rows += [_prepared(3.00007, "router")]  # ...whose router request follows
+    rows += _grpc(4.0)
+    rows += [_prepared(4.00006, m) for m in ("preprocess",)]
+    rows += [_prepared(4.00010, "detector"), _prepared(4.00014, "classifier")]
+    rows += [_prepared(4.00029, "router")]
+    records = parse_bytes(("\n".join(rows) + "\n").encode(), year=2026)
+    found = origins(records)
+    last = [
+        (r.model, found[(r.header.at_ns, r.header.offset)])
+        for r in records
+        if type(r).__name__ == "RequestPrepared" and r.header.at_ns % 60_000_000_000 >= 4 * 10**9
+    ]
+    assert last == [
+        ("preprocess", CALL),
+        ("detector", CALL),
+        ("classifier", CALL),
+        ("router", CLIENT),
+    ]
