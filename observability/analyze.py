@@ -15,7 +15,7 @@ from observability.bundle import Bundle, BundleError, BundleMeta, open_bundle
 from observability.bundle.ingest import IngestReport, bundle_events, ingest_bundle
 from observability.bundle.layout import NoMetaError
 from observability.bundle.loose import is_tar, open_loose, open_loose_archive
-from observability.detectors import Window, run_detectors
+from observability.detectors import DetectorFailure, Window, run_detectors
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
 from observability.detectors.work import ModelWork, in_flight
@@ -49,8 +49,9 @@ class AnalysisResult:
 def _result(window: Window, notes: list[str], **settings: object) -> AnalysisResult:
     # ``**settings`` could fill ``kinds``: until default_detectors makes it positional-only.
     detectors = default_detectors(**settings)  # type: ignore[arg-type]
-    failed: list[str] = []
-    findings = run_detectors(detectors, window, failed)
+    raised: list[DetectorFailure] = []
+    findings = run_detectors(detectors, window, raised)
+    failed = [str(f) for f in raised]
     notes = [  # first: the CLI shows twenty notes, and a bundle may bring more
         f"detector {line} — it reported nothing on this input (a bug: please report it)"
         for line in failed

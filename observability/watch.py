@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from observability.collect import CollectConfig, CollectRunner
 from observability.detectors import run_detectors
-from observability.detectors.base import detector_kind
+from observability.detectors.base import DetectorFailure, detector_kind
 from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
 from observability.detectors.signals import Coverage, coverage
@@ -112,10 +112,10 @@ class Watcher:
                 self.live.prime(reader, now_ns)
                 self.known.update((f.key, f) for f in reader.findings(active_only=True))
         window = self.live.window(now_ns)
-        failed: list[str] = []
+        failed: list[DetectorFailure] = []
         seen = run_detectors(self.detectors, window, failed)
-        for line in failed:  # "<kind>: <error>"
-            self.exporter.detector_failed(line.partition(":")[0])
+        for failure in failed:
+            self.exporter.detector_failed(failure.kind)
         findings = self._still_active(seen, now_ns)
         self.coverage, self.work = coverage(window), in_flight(window)
         self.exporter.update(findings, window, hung=seen, work=self.work, signals=self.coverage)

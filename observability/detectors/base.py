@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from observability.detectors.window import Window
 from observability.findings import Finding
 
-__all__ = ["Detector", "detector_kind", "run_detectors"]
+__all__ = ["Detector", "DetectorFailure", "detector_kind", "run_detectors"]
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +23,24 @@ class Detector(Protocol):
     def detect(self, window: Window) -> list[Finding]: ...
 
 
+@dataclass(frozen=True)
+class DetectorFailure:
+    """A detector that raised on a window: it reported nothing there."""
+
+    kind: str
+    error: str
+    """The exception's type and message."""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.error}"[:300]
+
+
 def run_detectors(
-    detectors: Iterable[Detector], window: Window, failed: list[str] | None = None
+    detectors: Iterable[Detector], window: Window, failed: list[DetectorFailure] | None = None
 ) -> list[Finding]:
     """Every detector's findings; a detector that raises is logged and skipped, so one bug
-    never hides the other findings. ``failed`` gets a line for each that raised,
-    ``"<kind>: <error>"``, for a caller that tells its user (or Prometheus) what could not
-    be looked at."""
+    never hides the other findings. ``failed`` gets each that raised, for a caller that tells
+    its user (or Prometheus) what could not be looked at."""
     out: list[Finding] = []
     for detector in detectors:
         try:
@@ -37,7 +49,7 @@ def run_detectors(
             kind = detector_kind(detector)
             log.exception("detector %s failed", kind)
             if failed is not None:
-                failed.append(f"{kind}: {type(err).__name__}: {err}"[:300])
+                failed.append(DetectorFailure(kind, f"{type(err).__name__}: {err}"))
     return sorted(out, key=lambda f: (-f.severity.rank, f.first_seen_ns, f.kind, f.model))
 
 

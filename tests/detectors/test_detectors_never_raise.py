@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from observability import events as ev
-from observability.detectors import Window, run_detectors
+from observability.detectors import DetectorFailure, Window, run_detectors
 from observability.detectors.registry import default_detectors
 from tests.foreign.parsed import parsed
 from tests.hypothesis_profiles import examples
@@ -91,7 +91,7 @@ def test_no_detector_raises_on_a_damaged_real_window(
     until = since + int((until - since) * cut)
     offset = p.meta.epoch_minus_monotonic_ns
     window = Window(since, until, events=[*kept, *others], clock_offset_ns=offset)
-    failed: list[str] = []
+    failed: list[DetectorFailure] = []
     run_detectors(default_detectors(), window, failed)
     assert failed == []
 
