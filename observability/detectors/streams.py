@@ -246,25 +246,27 @@ def _unanswered(rec: ev.FrontendCancellation, waiting: deque[int], firsts: list[
 
 def _gave_up(stream: LogStream, rec: ev.FrontendCancellation) -> None:
     """A stream whose client cancelled before its first response: it ends there."""
-    at = rec.header.at_ns
-    stream.gaps_ns.append(at - stream.last_ns)
-    stream.last_ns, stream.last_offset = at, rec.header.offset
-    stream.final_ns = at
+    _heard(stream, rec.header)
+    stream.final_ns = stream.last_ns
     stream.cancelled = True
 
 
 def _respond(owner: LogStream, rec: ev.StreamResponse) -> None:
-    at = rec.header.at_ns
     # The final flag alone (an empty response, or a client's cancellation) ends a quiet
     # stretch too: a stream frozen until its client gave up shows as that gap.
-    owner.gaps_ns.append(at - owner.last_ns)
-    owner.last_ns, owner.last_offset = at, rec.header.offset
+    _heard(owner, rec.header)
     owner.callbacks = rec.index
     if not rec.empty:
         owner.responses = rec.index
     if rec.final:
-        owner.final_ns = at
+        owner.final_ns = owner.last_ns
         owner.cancelled = rec.step.startswith("CANCELLATION")
+
+
+def _heard(stream: LogStream, header: ev.LogRecord) -> None:
+    """A line of the stream's: the quiet time before it is one of its gaps."""
+    stream.gaps_ns.append(header.at_ns - stream.last_ns)
+    stream.last_ns, stream.last_offset = header.at_ns, header.offset
 
 
 def _match(arrivals: list[_At], leaving: list[_At], pooled: float) -> list[tuple[object, _At]]:
