@@ -18,6 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ __all__ = ["LabConfig", "TritonLab"]
 
 _PORT_BUSY_MARKERS = ("already in use", "failed to bind", "bind failed")
 _LIVE_LABS: weakref.WeakSet[TritonLab] = weakref.WeakSet()
+_SHM_DIR = Path("/dev/shm")
+_SHM_PREFIX_OPTION = "python,shm-region-prefix-name="
 
 
 @dataclass
@@ -94,6 +97,7 @@ class TritonLab:
         self.argv: list[str] = []
         self.triton_version: str = ""
         self.exit_code: int | None = None
+        self.shm_prefix = _shm_prefix(config.backend_config)
 
     # -- paths and addresses -------------------------------------------------------------
     @property
@@ -275,6 +279,8 @@ class TritonLab:
                 argv.append(f"--trace-config=triton,log-frequency={cfg.trace_log_frequency}")
         argv += [f"--metrics-config={item}" for item in cfg.metrics_config]
         argv += [f"--backend-config={item}" for item in cfg.backend_config]
+        if not any(item.startswith(_SHM_PREFIX_OPTION) for item in cfg.backend_config):
+            argv.append(f"--backend-config={_SHM_PREFIX_OPTION}{self.shm_prefix}")
         argv += list(cfg.extra_args)
         return argv
 
@@ -433,6 +439,8 @@ class TritonLab:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(pid_alive(p) for p in self.lab_processes()):
             time.sleep(0.1)
+        if not any(pid_alive(p) for p in self.lab_processes()):
+            self._remove_shm_regions()
         if self._log_handle is not None:
             with contextlib.suppress(OSError):
                 self._log_handle.close()
@@ -440,6 +448,32 @@ class TritonLab:
         if self._pump is not None:
             self._pump.join(timeout=10)
             self._pump = None
+
+
+    def shm_regions(self) -> list[Path]:
+        """The python backend's shared-memory regions of this run (one or more per stub)."""
+        try:
+            return sorted(_SHM_DIR.glob(f"{self.shm_prefix}*"))
+        except OSError:
+            return []
+
+    def _remove_shm_regions(self) -> None:
+        """Triton unlinks a stub's region only when that stub is shut down cleanly; a stub
+        killed (a fault, the exit timeout, SIGKILL) leaves 1 MiB or more in ``/dev/shm`` for
+        good, and a host whose ``/dev/shm`` fills can start no python model. Called once no
+        process of this run is left, so nothing still maps them."""
+        for region in self.shm_regions():
+            with contextlib.suppress(OSError):
+                region.unlink()
+
+
+def _shm_prefix(backend_config: tuple[str, ...]) -> str:
+    """The region name prefix the lab's python backend uses: the caller's, else one of its
+    own, so that a run's leftovers can be told from another server's live regions."""
+    for item in backend_config:
+        if item.startswith(_SHM_PREFIX_OPTION):
+            return item[len(_SHM_PREFIX_OPTION) :]
+    return f"triton_obs_lab_{uuid.uuid4().hex[:12]}_"
 
 
 @atexit.register

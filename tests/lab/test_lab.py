@@ -100,10 +100,14 @@ def test_stop_kills_a_server_that_ignores_sigterm(echo_repository: Path, tmp_pat
     req = urllib.request.Request(f"{lab.http_url}/v2/models/stuck/infer", data=body)
     with pytest.raises(OSError):
         urllib.request.urlopen(req, timeout=1)
+    regions = lab.shm_regions()
+    assert regions, "the stub maps a shared-memory region under the lab's own prefix"
     started = time.monotonic()
     lab.stop()
     assert time.monotonic() - started < 30
     assert not lab.lab_processes()
+    # The killed stub never unlinked its region; the lab does, once nothing maps it.
+    assert not [r for r in regions if r.exists()]
 
 
 def test_failed_start_quotes_the_servers_log(tmp_path: Path) -> None:
