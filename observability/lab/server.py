@@ -449,7 +449,6 @@ class TritonLab:
             self._pump.join(timeout=10)
             self._pump = None
 
-
     def shm_regions(self) -> list[Path]:
         """The python backend's shared-memory regions of this run (one or more per stub)."""
         try:
