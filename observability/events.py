@@ -256,6 +256,11 @@ class ModelConfig:
     """``(name, data type)`` of each declared output, the type without ``TYPE_`` (``FP32``),
     as ``add response output`` lines spell it."""
     decoupled: bool
+    preserve_ordering: bool = False
+    """``dynamic_batching.preserve_ordering``: responses leave in the order the requests
+    came, so one batch that never returns holds every later response of the model, those of
+    its other instances too (dq_child_hang_in_batch). Last, with a default: blocks stored
+    before it have one column fewer (``store/blocks.py`` gives them the default)."""
 
 
 @dataclass(frozen=True, slots=True)

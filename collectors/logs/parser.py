@@ -314,10 +314,10 @@ def _request_message(line: bytes, m: int, j: int, e: int, h: _Hdr) -> Event | No
     return None
 
 
-def model_config(text: str) -> tuple[str, tuple[tuple[str, str], ...], bool] | None:
+def model_config(text: str) -> tuple[str, tuple[tuple[str, str], ...], bool, bool] | None:
     """``model configuration:\n{json}`` (a python model's config, logged at load) ->
-    ``(model, ((output, data type), ...), decoupled)``; None for any other text or a config
-    that is not JSON (a pre-24.06 log writes it over many bare lines)."""
+    ``(model, ((output, data type), ...), decoupled, preserve_ordering)``; None for any other
+    text or a config that is not JSON (a pre-24.06 log writes it over many bare lines)."""
     head, sep, body = text.partition("\n")
     if head != "model configuration:" or not sep:
         return None
@@ -328,7 +328,8 @@ def model_config(text: str) -> tuple[str, tuple[tuple[str, str], ...], bool] | N
             for o in cfg.get("output", ())
         )
         decoupled = bool((cfg.get("model_transaction_policy") or {}).get("decoupled", False))
-        return str(cfg["name"]), outputs, decoupled
+        ordered = bool((cfg.get("dynamic_batching") or {}).get("preserve_ordering", False))
+        return str(cfg["name"]), outputs, decoupled, ordered
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

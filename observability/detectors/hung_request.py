@@ -39,6 +39,7 @@ from observability.detectors.last_call import LastCall, last_call
 from observability.detectors.loads import clock
 from observability.detectors.lockstep import LockstepLag, lockstep_lags
 from observability.detectors.model_stalled import logged_models
+from observability.detectors.ordering import HeldResponses, held_responses
 from observability.detectors.origins import STEP
 from observability.detectors.requests import (
     Lifecycle,
@@ -133,6 +134,12 @@ class HungRequestDetector:
         # A hang that ended is told when none is open: beside one that is, it is most
         # likely a caller the open one held for a while, and the open one is the page.
         out = out or self._released(window, waits)
+        named = {f.model for f in out}
+        out += [
+            self._held_finding(held, now)
+            for held in held_responses(window, waits.stuck)
+            if held.model not in named
+        ]
         logged = logged_models(window)
         quiet = [self._capacity_finding(d) for d in capacity_drops(window, logged)]
         lost = {f.model for f in quiet}
@@ -143,6 +150,61 @@ class HungRequestDetector:
             if model not in lost
         ]
         return out + quiet + level
+
+    def _held_finding(self, held: HeldResponses, now: int) -> Finding:
+        """An ordered model's responses held behind its batch that never returned
+        (``ordering.py``): its own clients wait on it, though its other instances serve."""
+        behind, model = held.behind, held.model
+        released = held.released
+        n = len(held.held)
+        since = max(r.prepared_ns for r in behind.requests) if behind.requests else behind.start_ns
+        others = sorted({e.instance for e in released})
+        summary = (
+            f"{model} has sent no response to the {n} request{'s' if n > 1 else ''} it "
+            f"finished since {clock(since)} ({(now - since) / 1e9:.0f} s): its batch of "
+            f"{behind.count} on {behind.instance} started then and has not returned "
+            f"({behind.age_s(now):.1f} s), and {model} keeps its responses in the order its "
+            "requests came (dynamic_batching.preserve_ordering, in its config at load), so "
+            f"every later response waits for that batch. {', '.join(others)} executed and "
+            f"released them (the last at {clock(released[-1].end_ns or now)}); their clients "
+            "wait as long as the hung batch does."
+        )
+        evidence = [
+            execution_evidence(behind, now),
+            Evidence(
+                "log",
+                held.config.header.at_ns,
+                log_ref(held.config.header.offset),
+                f"{model}'s config at load: dynamic_batching.preserve_ordering true",
+            ),
+        ]
+        evidence += [
+            Evidence(
+                "log",
+                e.end_ns or now,
+                log_ref(e.end_offset if e.end_offset is not None else e.offset),
+                f"{e.instance} released {e.count} request(s) that came after the hung batch; "
+                "no response was sent",
+            )
+            for e in (released[:1] + released[-1:] if len(released) > 1 else released)
+        ]
+        return Finding(
+            kind=self.kind,
+            severity=Severity.CRITICAL,
+            model=model,
+            instance=behind.instance,
+            summary=summary,
+            advice=(
+                "One request that never returns holds every later response of a model that "
+                "preserves ordering, whatever instance served it. Bound the hung work (the "
+                "batch's execute, or the BLS call it waits on: asyncio.wait_for, a timeout on "
+                "the call), or turn preserve_ordering off where the clients do not need "
+                "responses in request order; give clients a deadline."
+            ),
+            first_seen_ns=released[0].end_ns or now,
+            last_seen_ns=now,
+            evidence=tuple(evidence),
+        )
 
     def _capacity_finding(self, drop: CapacityDrop) -> Finding:
         """A model without verbose-log lines that lost a third or more of its capacity at

@@ -164,7 +164,31 @@ def _plan(
 @functools.cache
 def _layout(cls: type) -> _Layout:
     paths, plain, build, _ = _plan(cls)
-    return _Layout(tuple(paths), tuple(plain), lambda cols: build(cols, 0))
+    added = _added_fields(cls)
+
+    def build_all(cols: list[list[Any]]) -> list[Any]:
+        missing = len(paths) - len(cols)
+        if 0 < missing <= len(added):
+            # A block written before the record gained its last fields: they take their
+            # defaults (a field is only ever added last, with one: events.py).
+            n = len(cols[0]) if cols else 0
+            cols = cols + [[default] * n for default in added[len(added) - missing :]]
+        elif missing:
+            raise ValueError(f"{cls.__name__}: {len(cols)} columns, not {len(paths)}")
+        return build(cols, 0)
+
+    return _Layout(tuple(paths), tuple(plain), build_all)
+
+
+def _added_fields(cls: type) -> list[Any]:
+    """The defaults of ``cls``'s trailing plain fields that have one: what a block written
+    before they were added lacks."""
+    out: list[Any] = []
+    for f in reversed(dataclasses.fields(cls)):
+        if f.default is dataclasses.MISSING or _is_record(_hints(cls)[f.name]):
+            break
+        out.append(f.default)
+    return out[::-1]
 
 
 _INT = {int}

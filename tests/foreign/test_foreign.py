@@ -76,19 +76,7 @@ GAPS: dict[str, str] = {
     "invisible at level 0 when no sibling call runs beside it); at most the coverage could "
     "say so",
     # Round 38 (dq, long batching delays, priorities and queue policies): see the README.
-    "dq_child_hang_in_batch": "hung_request on dq_gateway is found, none on dq_rank. dq_rank "
-    "has preserve_ordering: true (its config, printed at load); its batch of 6 on dq_rank_0_1 "
-    "(21:45:59.433 'executing 6 requests') never returns, and the bulk client's later "
-    "requests straight to dq_rank, each executed on dq_rank_0_0 and released in 30 ms "
-    "(21:45:59.689, 21:46:09.891, 21:46:20.093 'executing 1 requests' ... 'released 1 "
-    "requests', 'EXECUTING to RELEASED'), never got their responses: the log's last "
-    "'ModelInferHandler::InferResponseComplete' is 21:45:59.288 (71 of them against 74 "
-    "'InferRequestComplete'), and the client timed out on each after 10 s ('Issuing "
-    "cancellation'). hung_request reads executions that never release; these released, so "
-    "dq_rank's own client, held behind the hung batch by the response ordering, is owed a "
-    "finding on dq_rank naming dq_rank_0_1 that nothing gives: no detector reads "
-    "preserve_ordering or a gRPC request whose InferRequestComplete has no "
-    "InferResponseComplete",
+    # dq_child_hang_in_batch: found (ordering.py, the fifteenth session).
     # Round 36 (lz, --log-verbose 0: only /metrics and /v2/models/stats): see the README.
     "lz_route_hang_light_quiet": "nothing reported. --log-verbose 0: at 20 s one of 2 "
     "closed-loop slots sent a quote whose lz_route call never returned, holding one of "
