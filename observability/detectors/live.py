@@ -18,6 +18,12 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
   seen (older completed loads go: ``cold_start`` must not pair a load with a batch long
   after it whose predecessors were dropped).
 
+And, whatever its age, the last config each model logged at load (``ModelConfig``): the python
+backend writes it only then, and it holds until the next load. Dropped with the evidence
+window, it left ``output_contract``, ``preserve_ordering`` (``ordering.py``) and the decoupled
+models of ``streams.py`` blind two minutes after the models loaded, for as long as ``watch``
+ran. A restarted ``watch`` finds the configs of loads within ``lookback_s`` in the store.
+
 Older closed records are dropped. ``Watcher`` keeps each finding whose evidence aged out
 active until ``lookback_s`` after it was last seen, so the findings' lifetime stays that of a
 ``lookback_s`` window while the work per pass does not grow with it.
@@ -42,6 +48,7 @@ log = logging.getLogger(__name__)
 
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
+_CONFIGS = ("ModelConfig",)
 
 
 @dataclass
@@ -128,6 +135,10 @@ class LiveWindow:
         ]
         still = _open_loads({key: (at, rec) for key, at, rec in loads})
         rows += [row for row in loads if row[0] in still]
+        rows += [
+            (_identity(source, rec), _at(rec, now_ns), rec)
+            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_CONFIGS)
+        ]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
         others: list[Iterable[object]] = [
@@ -203,20 +214,35 @@ class LiveWindow:
         }
         busy_keys = {key for _, key in busy.values() if key is not None}
         loading = _open_loads(kept)
+        configs = _last_configs(kept)
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:
                 continue
-            keep = at >= oldest and (
-                key in busy_keys
-                or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
-                or key in loading
+            keep = key in configs or (
+                at >= oldest
+                and (
+                    key in busy_keys
+                    or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
+                    or key in loading
+                )
             )
             if keep:
                 carried += 1
             else:
                 del kept[key]
         self.stats.records, self.stats.carried = len(kept), carried
+
+
+def _last_configs(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
+    """Keys of the last ``ModelConfig`` of each model of each log: in force until the next."""
+    last: dict[tuple[object, str], tuple[int, tuple[object, ...]]] = {}
+    for key, (at, event) in kept.items():
+        if isinstance(event, ev.ModelConfig):
+            model = (key[1], event.model)  # the log's source: two servers may share a name
+            if model not in last or at >= last[model][0]:
+                last[model] = (at, key)
+    return {key for _, key in last.values()}
 
 
 def _open_loads(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:

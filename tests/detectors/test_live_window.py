@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from observability import events as ev
+from observability.analyze import _time_of
 from observability.collect import CollectConfig
 from observability.detectors import Window, run_detectors
 from observability.detectors.live import LiveWindow
@@ -16,6 +18,7 @@ from observability.findings import Finding
 from observability.store import Store
 from observability.watch import WatchConfig, Watcher
 from tests.detectors.recording import BLS_DEADLINE_S, RecordedRun
+from tests.foreign.parsed import window as foreign_window
 
 HOUR_S = 3600.0
 Key = tuple[str, str, str, str]
@@ -157,3 +160,35 @@ def test_watch_keeps_aged_out_findings_active_until_the_lookback(
     assert reference <= active()  # aged out, not resolved
     watcher.detect_once(faulty_run.until_ns + 200 * 10**9)
     assert active() == set()
+
+
+def _fed(name: str, evidence_s: float) -> Window:
+    """Foreign recording ``name``'s events through ``LiveWindow.add`` in the collector's
+    batches, the window taken at its last event: what ``watch`` detects over then."""
+    events = foreign_window(name).events
+    live = LiveWindow(evidence_s=evidence_s, lookback_s=HOUR_S)
+    until = foreign_window(name).until_ns
+    for i in range(0, len(events), 400):
+        live.add("triton.log", events[i : i + 400])
+        live.window(min(until, _time_of(events[min(i + 399, len(events) - 1)])))
+    return live.window(until)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "model"),
+    [
+        ("vid_detect_wrong_dtype", "output_contract", "vid_detect"),
+        ("dq_child_hang_in_batch", "hung_request", "dq_rank"),
+    ],
+)
+def test_a_models_config_outlives_the_evidence_window(name: str, kind: str, model: str) -> None:
+    """The python backend logs a model's config once, at load; ``watch`` runs for days. A
+    window of 5 s of evidence, taken 20 s or more after the load, must still know it: the
+    breach of a declared output type and the responses held by preserve_ordering are judged
+    against it (both were lost with the config after the evidence window)."""
+    window = _fed(name, evidence_s=5)
+    configs = window.logs(ev.ModelConfig)
+    assert {c.model for c in configs} >= {model}
+    assert min(c.header.at_ns for c in configs) < window.until_ns - 15 * 10**9, "loaded long ago"
+    found = run_detectors(default_detectors(), window)
+    assert (kind, model) in {(f.kind, f.model) for f in found if f.severity.rank}
