@@ -18,11 +18,13 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
   seen (older completed loads go: ``cold_start`` must not pair a load with a batch long
   after it whose predecessors were dropped).
 
-And, whatever its age, the last config each model logged at load (``ModelConfig``): the python
-backend writes it only then, and it holds until the next load. Dropped with the evidence
-window, it left ``output_contract``, ``preserve_ordering`` (``ordering.py``) and the decoupled
-models of ``streams.py`` blind two minutes after the models loaded, for as long as ``watch``
-ran. A restarted ``watch`` finds the configs of loads within ``lookback_s`` in the store.
+And, whatever their age, the lines that tell how the server is set up, written once at load
+and true until the next: the last config each model logged (``ModelConfig``) and the rate
+limiter's last resource pool (``RateLimiterPool``). Dropped with the evidence window, they
+left ``output_contract``, ``preserve_ordering`` (``ordering.py``), the decoupled models of
+``streams.py`` and the rate limiter's deadlocks (``bls_deadlock``) blind two minutes after the
+models loaded, for as long as ``watch`` ran. A restarted ``watch`` finds those of loads
+within ``lookback_s`` in the store.
 
 Older closed records are dropped. ``Watcher`` keeps each finding whose evidence aged out
 active until ``lookback_s`` after it was last seen, so the findings' lifetime stays that of a
@@ -48,7 +50,7 @@ log = logging.getLogger(__name__)
 
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
-_CONFIGS = ("ModelConfig",)
+_STANDING = ("ModelConfig", "RateLimiterPool")
 
 
 @dataclass
@@ -137,7 +139,7 @@ class LiveWindow:
         rows += [row for row in loads if row[0] in still]
         rows += [
             (_identity(source, rec), _at(rec, now_ns), rec)
-            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_CONFIGS)
+            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STANDING)
         ]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
@@ -214,12 +216,12 @@ class LiveWindow:
         }
         busy_keys = {key for _, key in busy.values() if key is not None}
         loading = _open_loads(kept)
-        configs = _last_configs(kept)
+        standing = _standing(kept)
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:
                 continue
-            keep = key in configs or (
+            keep = key in standing or (
                 at >= oldest
                 and (
                     key in busy_keys
@@ -234,14 +236,19 @@ class LiveWindow:
         self.stats.records, self.stats.carried = len(kept), carried
 
 
-def _last_configs(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
-    """Keys of the last ``ModelConfig`` of each model of each log: in force until the next."""
-    last: dict[tuple[object, str], tuple[int, tuple[object, ...]]] = {}
+def _standing(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
+    """Keys of the setup lines in force: each log's last config of each model, and its last
+    rate-limiter pool (each line gives the whole pool so far)."""
+    last: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
     for key, (at, event) in kept.items():
         if isinstance(event, ev.ModelConfig):
-            model = (key[1], event.model)  # the log's source: two servers may share a name
-            if model not in last or at >= last[model][0]:
-                last[model] = (at, key)
+            what: tuple[object, ...] = (key[1], "config", event.model)  # key[1]: the log
+        elif isinstance(event, ev.RateLimiterPool):
+            what = (key[1], "pool")
+        else:
+            continue
+        if what not in last or at >= last[what][0]:
+            last[what] = (at, key)
     return {key for _, key in last.values()}
 
 

@@ -175,20 +175,24 @@ def _fed(name: str, evidence_s: float) -> Window:
 
 
 @pytest.mark.parametrize(
-    ("name", "kind", "model"),
+    ("name", "evidence_s", "kind", "model"),
     [
-        ("vid_detect_wrong_dtype", "output_contract", "vid_detect"),
-        ("dq_child_hang_in_batch", "hung_request", "dq_rank"),
+        ("vid_detect_wrong_dtype", 5, "output_contract", "vid_detect"),
+        ("dq_child_hang_in_batch", 5, "hung_request", "dq_rank"),
+        # 30 s: the deadlock's cycle is read from calls learned in the window (5 s has none).
+        ("rl_resource_deadlock", 30, "bls_deadlock", "rl_router"),
     ],
 )
-def test_a_models_config_outlives_the_evidence_window(name: str, kind: str, model: str) -> None:
-    """The python backend logs a model's config once, at load; ``watch`` runs for days. A
-    window of 5 s of evidence, taken 20 s or more after the load, must still know it: the
-    breach of a declared output type and the responses held by preserve_ordering are judged
-    against it (both were lost with the config after the evidence window)."""
-    window = _fed(name, evidence_s=5)
-    configs = window.logs(ev.ModelConfig)
-    assert {c.model for c in configs} >= {model}
-    assert min(c.header.at_ns for c in configs) < window.until_ns - 15 * 10**9, "loaded long ago"
+def test_the_servers_setup_outlives_the_evidence_window(
+    name: str, evidence_s: float, kind: str, model: str
+) -> None:
+    """Triton logs a model's config and the rate limiter's pool once, at load; ``watch`` runs
+    for days. A window of a few seconds of evidence, taken 15 s or more after the load, must
+    still know them: the breach of a declared output type, the responses held by
+    preserve_ordering and a deadlock through the limiter's pool are judged against them (all
+    three were lost with those lines after the evidence window)."""
+    window = _fed(name, evidence_s)
+    setup = window.logs(ev.ModelConfig, ev.RateLimiterPool)
+    assert setup and max(_time_of(e) for e in setup) < window.until_ns - 15 * 10**9
     found = run_detectors(default_detectors(), window)
     assert (kind, model) in {(f.kind, f.model) for f in found if f.severity.rank}
