@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
 _STANDING = ("ModelConfig", "RateLimiterPool")
+_BATCHES = ("InstanceExecuting", "InstanceReleased")
 
 
 @dataclass
@@ -123,7 +124,9 @@ class LiveWindow:
 
     def prime(self, store: Store, now_ns: int) -> None:
         """Load what the store already holds (a restarted ``watch``): the evidence window,
-        and the records of requests still open at its edge, up to ``lookback_s`` back."""
+        and, up to ``lookback_s`` back, what the tap would have carried: the records of
+        requests still open at its edge, each instance's batch not released by then, loads
+        not ended, and the setup lines in force."""
         since = now_ns - self.evidence_ns
         rows: list[tuple[tuple[object, ...], int, object]] = []
         open_ids = store.open_request_ids(now_ns - self.lookback_ns, since)
@@ -141,6 +144,13 @@ class LiveWindow:
             (_identity(source, rec), _at(rec, now_ns), rec)
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STANDING)
         ]
+        # Each instance's last batch line before the evidence window, if it began a batch
+        # not released since: an id-less request stuck for minutes (what the tap carries).
+        last: dict[tuple[str, str], tuple[tuple[object, ...], int, object]] = {}
+        for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_BATCHES):
+            assert isinstance(rec, ev.InstanceExecuting | ev.InstanceReleased)
+            last[(source, rec.instance)] = (_identity(source, rec), _at(rec, now_ns), rec)
+        rows += [row for row in last.values() if isinstance(row[2], ev.InstanceExecuting)]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
         others: list[Iterable[object]] = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from observability import events as ev
-from observability.analyze import _time_of
+from observability.analyze import _time_of, analyze_bundle
 from observability.collect import CollectConfig
 from observability.detectors import Window, run_detectors
 from observability.detectors.live import LiveWindow
@@ -18,6 +18,7 @@ from observability.findings import Finding
 from observability.store import Store
 from observability.watch import WatchConfig, Watcher
 from tests.detectors.recording import BLS_DEADLINE_S, RecordedRun
+from tests.foreign.parsed import _archive as foreign_archive
 from tests.foreign.parsed import window as foreign_window
 
 HOUR_S = 3600.0
@@ -196,3 +197,18 @@ def test_the_servers_setup_outlives_the_evidence_window(
     assert setup and max(_time_of(e) for e in setup) < window.until_ns - 15 * 10**9
     found = run_detectors(default_detectors(), window)
     assert (kind, model) in {(f.kind, f.model) for f in found if f.severity.rank}
+
+
+def test_a_restarted_watch_finds_the_setup_in_the_store(tmp_path: Path) -> None:
+    """``prime`` on a store: the configs logged at load, older than the evidence window but
+    within the lookback, come back with the evidence."""
+    path = tmp_path / "dq.db"
+    analyze_bundle(foreign_archive("dq_child_hang_in_batch"), store_path=path)
+    live = LiveWindow(evidence_s=5, lookback_s=HOUR_S)
+    until = foreign_window("dq_child_hang_in_batch").until_ns
+    with Store(path, readonly=True) as store:
+        live.prime(store, until)
+    window = live.window(until)
+    assert {c.model for c in window.logs(ev.ModelConfig)} >= {"dq_rank", "dq_gateway"}
+    found = run_detectors(default_detectors(), window)
+    assert ("hung_request", "dq_rank") in {(f.kind, f.model) for f in found}
