@@ -16,7 +16,10 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
   instance still reads as busy;
 * the ``loading`` line of a model load not ended since, so a load that never ends is still
   seen (older completed loads go: ``cold_start`` must not pair a load with a batch long
-  after it whose predecessors were dropped).
+  after it whose predecessors were dropped);
+* a crash's ``Signal (N) received.`` line: the batches it ended are carried as still
+  executing, and without it they read as hung (tts_queue_full with 20 s of evidence: three
+  hung_request findings on a server that had crashed).
 
 And, whatever their age, the lines that tell how the server is set up, written once at load
 and true until the next: the last config each model logged (``ModelConfig``) and the rate
@@ -40,6 +43,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from observability import events as ev
+from observability.detectors.crashes import crash_of
 from observability.detectors.loads import attempts
 from observability.detectors.window import Window
 from observability.store import Store
@@ -52,6 +56,7 @@ _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
 _STANDING = ("ModelConfig", "RateLimiterPool")
 _BATCHES = ("InstanceExecuting", "InstanceReleased")
+_STUB = ("StubOutput",)
 
 
 @dataclass
@@ -151,6 +156,11 @@ class LiveWindow:
             assert isinstance(rec, ev.InstanceExecuting | ev.InstanceReleased)
             last[(source, rec.instance)] = (_identity(source, rec), _at(rec, now_ns), rec)
         rows += [row for row in last.values() if isinstance(row[2], ev.InstanceExecuting)]
+        rows += [
+            (_identity(source, rec), _at(rec, now_ns), rec)
+            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STUB)
+            if crash_of(rec) is not None
+        ]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
         others: list[Iterable[object]] = [
@@ -237,6 +247,7 @@ class LiveWindow:
                     key in busy_keys
                     or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
                     or key in loading
+                    or crash_of(event) is not None
                 )
             )
             if keep:

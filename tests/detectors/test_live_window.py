@@ -212,3 +212,14 @@ def test_a_restarted_watch_finds_the_setup_in_the_store(tmp_path: Path) -> None:
     assert {c.model for c in window.logs(ev.ModelConfig)} >= {"dq_rank", "dq_gateway"}
     found = run_detectors(default_detectors(), window)
     assert ("hung_request", "dq_rank") in {(f.kind, f.model) for f in found}
+
+
+def test_batches_a_crash_ended_are_not_read_as_hung_once_the_crash_line_is_old() -> None:
+    """tts_queue_full: tritonserver crashed (SIGSEGV) with batches in flight; the tap carries
+    their executing lines as busy. With the crash's line dropped as old, they read as three
+    hung models on a server that was gone."""
+    window = _fed("tts_queue_full", 5)
+    found = {
+        (f.kind, f.model) for f in run_detectors(default_detectors(), window) if f.severity.rank
+    }
+    assert found == {("target_down", "")}
