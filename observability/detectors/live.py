@@ -26,8 +26,8 @@ and true until the next: the last config each model logged (``ModelConfig``) and
 limiter's last resource pool (``RateLimiterPool``). Dropped with the evidence window, they
 left ``output_contract``, ``preserve_ordering`` (``ordering.py``), the decoupled models of
 ``streams.py`` and the rate limiter's deadlocks (``bls_deadlock``) blind two minutes after the
-models loaded, for as long as ``watch`` ran. A restarted ``watch`` finds those of loads
-within ``lookback_s`` in the store.
+models loaded, for as long as ``watch`` ran. A restarted ``watch`` reads them from the store's
+``setup`` table, whatever their age.
 
 Older closed records are dropped. ``Watcher`` keeps each finding whose evidence aged out
 active until ``lookback_s`` after it was last seen, so the findings' lifetime stays that of a
@@ -145,10 +145,14 @@ class LiveWindow:
         ]
         still = _open_loads({key: (at, rec) for key, at, rec in loads})
         rows += [row for row in loads if row[0] in still]
-        rows += [
-            (_identity(source, rec), _at(rec, now_ns), rec)
+        setup = {
+            _identity(source, rec): (_at(rec, now_ns), rec) for source, rec in store.setup_lines()
+        }
+        setup.update(
+            (_identity(source, rec), (_at(rec, now_ns), rec))
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STANDING)
-        ]
+        )  # a store migrated to schema 6 has no setup rows of the lines before it
+        rows += [(key, at, rec) for key, (at, rec) in setup.items() if at < since]
         # Each instance's last batch line before the evidence window, if it began a batch
         # not released since: an id-less request stuck for minutes (what the tap carries).
         last: dict[tuple[str, str], tuple[tuple[object, ...], int, object]] = {}

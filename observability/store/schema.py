@@ -172,6 +172,18 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE trace_spans;
     DROP TABLE otlp_spans;
     """,
+    # 6: the setup lines in force, whatever their age: Triton logs a model's config and the
+    # rate limiter's pool only at load, and a restarted ``watch`` needs them for as long as
+    # the server runs (``detectors/live.py``), not only for loads within its lookback. One
+    # row per log, kind and name (a model, or "" for the pool); the newest line wins. Kept
+    # by retention: they are the server's state, not history.
+    """
+    CREATE TABLE setup (
+        source TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,
+        at_ns INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (source, kind, name)
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

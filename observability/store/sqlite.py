@@ -56,6 +56,8 @@ _KEY_CACHE_BLOCKS = 64
 ones a live collector's next records can overlap)."""
 
 _BLOCKS_SINCE = 5
+_SETUP_TYPES = frozenset({ev.ModelConfig, ev.RateLimiterPool})
+"""Records also kept in ``setup``, the newest of each kind and name of a log."""
 """The schema that keeps records as blocks."""
 
 _CACHE_RECORDS = 300_000
@@ -226,6 +228,8 @@ class Store:
         table holds already is a duplicate. A group of at least a block's worth goes straight
         into blocks, the rest into ``staged``."""
         ignored = duplicates = 0
+        if not _SETUP_TYPES.isdisjoint(map(type, events)):
+            self._keep_setup([e for e in events if type(e) in _SETUP_TYPES], source)
         groups = self._one_stream(events, source)
         if groups is None:
             groups = {}
@@ -274,6 +278,32 @@ class Store:
             if added:
                 self._staged_last[(name, src)] = time.monotonic()
         return inserted, duplicates, ignored
+
+    def _keep_setup(self, events: list[object], source: str) -> None:
+        """The newest setup line of each kind and name of the log (schema 6's ``setup``)."""
+        rows = []
+        for e in events:
+            assert isinstance(e, ev.ModelConfig | ev.RateLimiterPool)
+            name = e.model if isinstance(e, ev.ModelConfig) else ""
+            rows.append((source, kind_of(e), name, e.header.at_ns, encode(e)))
+        self._db.executemany(
+            "INSERT INTO setup (source, kind, name, at_ns, body) VALUES (?,?,?,?,?) "
+            "ON CONFLICT (source, kind, name) DO UPDATE SET at_ns = excluded.at_ns, "
+            "body = excluded.body WHERE excluded.at_ns >= setup.at_ns",
+            rows,
+        )
+
+    def setup_lines(self) -> list[tuple[str, object]]:
+        """``(source, record)`` of the setup lines in force, of every log the store holds:
+        each model's last config and the rate limiter's last pool (none in a store of a
+        schema before 6, read-only)."""
+        try:
+            rows = self._db.execute(
+                "SELECT source, kind, body FROM setup ORDER BY at_ns, source, kind, name"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(source, decode(kind, body)) for source, kind, body in rows]
 
     @staticmethod
     def _one_stream(

@@ -109,13 +109,17 @@ def test_a_short_evidence_window_keeps_open_requests_and_invents_nothing(
     assert _detect(tapped.window(faulty_run.until_ns)) == found
 
 
-def test_nothing_is_carried_past_the_lookback(faulty_run: RecordedRun) -> None:
+def test_nothing_but_the_setup_is_carried_past_the_lookback(faulty_run: RecordedRun) -> None:
     live = LiveWindow(evidence_s=5, lookback_s=10)
     with Store(faulty_run.store, readonly=True) as store:
         live.prime(store, faulty_run.until_ns)
+        configs = {c.model for _, c in store.setup_lines() if isinstance(c, ev.ModelConfig)}
     later = faulty_run.until_ns + 11 * 10**9
     window = live.window(later)
-    assert live.stats.records == 0 and window.logs() == []
+    assert configs, "the demo's python models logged their configs at load"
+    assert all(isinstance(r, ev.ModelConfig) for r in window.logs())
+    assert {c.model for c in window.logs(ev.ModelConfig)} == configs
+    assert live.stats.records == len(configs)
     assert _detect(window) == set()
 
 
@@ -199,19 +203,33 @@ def test_the_servers_setup_outlives_the_evidence_window(
     assert (kind, model) in {(f.kind, f.model) for f in found if f.severity.rank}
 
 
-def test_a_restarted_watch_finds_the_setup_in_the_store(tmp_path: Path) -> None:
-    """``prime`` on a store: the configs logged at load, older than the evidence window but
-    within the lookback, come back with the evidence."""
-    path = tmp_path / "dq.db"
-    analyze_bundle(foreign_archive("dq_child_hang_in_batch"), store_path=path)
-    live = LiveWindow(evidence_s=5, lookback_s=HOUR_S)
-    until = foreign_window("dq_child_hang_in_batch").until_ns
+@pytest.mark.parametrize(
+    ("name", "lookback_s", "kind", "model"),
+    [
+        ("dq_child_hang_in_batch", HOUR_S, "hung_request", "dq_rank"),
+        # A lookback shorter than the time since the load: the config is the setup table's.
+        ("vid_detect_wrong_dtype", 10, "output_contract", "vid_detect"),
+    ],
+)
+def test_a_restarted_watch_finds_the_setup_in_the_store(
+    tmp_path: Path, name: str, lookback_s: float, kind: str, model: str
+) -> None:
+    """``prime`` on a store: the configs logged at load, older than the evidence window (and
+    than the lookback), come back with the evidence, and so do the batches still running."""
+    path = tmp_path / "store.db"
+    analyze_bundle(foreign_archive(name), store_path=path)
+    live = LiveWindow(evidence_s=5, lookback_s=lookback_s)
+    until = foreign_window(name).until_ns
     with Store(path, readonly=True) as store:
         live.prime(store, until)
     window = live.window(until)
-    assert {c.model for c in window.logs(ev.ModelConfig)} >= {"dq_rank", "dq_gateway"}
+    loaded = window.logs(ev.ModelConfig)
+    assert model in {c.model for c in loaded}
+    assert (
+        min(c.header.at_ns for c in loaded) < until - (lookback_s if lookback_s < 60 else 15) * 1e9
+    )
     found = run_detectors(default_detectors(), window)
-    assert ("hung_request", "dq_rank") in {(f.kind, f.model) for f in found}
+    assert (kind, model) in {(f.kind, f.model) for f in found}
 
 
 def test_batches_a_crash_ended_are_not_read_as_hung_once_the_crash_line_is_old() -> None:
