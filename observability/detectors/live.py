@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
 _STANDING = ("ModelConfig", "RateLimiterPool")
+_SETUP_KINDS = (ev.ModelConfig, ev.RateLimiterPool)
 _BATCHES = ("InstanceExecuting", "InstanceReleased")
 _STUB = ("StubOutput",)
 
@@ -208,7 +209,8 @@ class LiveWindow:
         kept = self._kept
         if len(kept) > self.max_records:
             over = len(kept) - self.max_records
-            for key in sorted(kept, key=lambda k: kept[k][0])[:over]:
+            standing = _standing(kept)  # the oldest records, and the last to go
+            for key in sorted(kept.keys() - standing, key=lambda k: kept[k][0])[:over]:
                 del kept[key]
             self.stats.dropped_over_cap += over
             log.warning("live window full (%d): dropped the oldest %d", self.max_records, over)
@@ -219,6 +221,7 @@ class LiveWindow:
         pending: dict[str, int] = {}
         released: dict[str, int] = {}
         busy: dict[str, tuple[int, tuple[object, ...] | None]] = {}
+        setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
         for key, (at, event) in kept.items():
             if isinstance(event, ev.RequestPrepared):
                 begun[event.request_id] = begun.get(event.request_id, 0) + 1
@@ -233,6 +236,8 @@ class LiveWindow:
                 if last is None or at >= last[0]:
                     is_exec = isinstance(event, ev.InstanceExecuting)
                     busy[event.instance] = (at, key if is_exec else None)
+            elif isinstance(event, _SETUP_KINDS):
+                _newest_setup(setup, key, at, event)
         open_ids = {
             rid
             for rid in begun.keys() | pending.keys()
@@ -240,7 +245,7 @@ class LiveWindow:
         }
         busy_keys = {key for _, key in busy.values() if key is not None}
         loading = _open_loads(kept)
-        standing = _standing(kept)
+        standing = {key for _, key in setup.values()}
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:
@@ -264,17 +269,24 @@ class LiveWindow:
 def _standing(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
     """Keys of the setup lines in force: each log's last config of each model, and its last
     rate-limiter pool (each line gives the whole pool so far)."""
-    last: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
+    setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
     for key, (at, event) in kept.items():
-        if isinstance(event, ev.ModelConfig):
-            what: tuple[object, ...] = (key[1], "config", event.model)  # key[1]: the log
-        elif isinstance(event, ev.RateLimiterPool):
-            what = (key[1], "pool")
-        else:
-            continue
-        if what not in last or at >= last[what][0]:
-            last[what] = (at, key)
-    return {key for _, key in last.values()}
+        if isinstance(event, _SETUP_KINDS):
+            _newest_setup(setup, key, at, event)
+    return {key for _, key in setup.values()}
+
+
+def _newest_setup(
+    setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]],
+    key: tuple[object, ...],
+    at: int,
+    event: ev.ModelConfig | ev.RateLimiterPool,
+) -> None:
+    """Keep ``key`` in ``setup`` if its line is the newest of its kind and name in its log
+    (``key[1]``: two servers may serve a model of the same name)."""
+    what = (key[1], event.model) if isinstance(event, ev.ModelConfig) else (key[1],)
+    if what not in setup or at >= setup[what][0]:
+        setup[what] = (at, key)
 
 
 def _open_loads(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:

@@ -131,6 +131,8 @@ def test_over_its_cap_it_drops_the_oldest(faulty_run: RecordedRun) -> None:
     assert live.stats.records == 1000 and live.stats.dropped_over_cap == live.stats.primed - 1000
     times = [getattr(getattr(r, "header", r), "at_ns", 0) for r in window.logs()]
     assert times == sorted(times) and times[0] >= window.since_ns
+    # The oldest records of all, the configs logged at load, are the last to go.
+    assert window.logs(ev.ModelConfig) and times[0] == window.logs(ev.ModelConfig)[0].header.at_ns
 
 
 def test_watch_keeps_aged_out_findings_active_until_the_lookback(
