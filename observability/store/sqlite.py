@@ -56,9 +56,10 @@ _KEY_CACHE_BLOCKS = 64
 ones a live collector's next records can overlap)."""
 
 _BLOCKS_SINCE = 5
+"""The schema that keeps records as blocks."""
+
 _SETUP_TYPES = frozenset({ev.ModelConfig, ev.RateLimiterPool})
 """Records also kept in ``setup``, the newest of each kind and name of a log."""
-"""The schema that keeps records as blocks."""
 
 _CACHE_RECORDS = 300_000
 """Decoded records a store keeps for readers that ask again (~100 MB at most)."""
