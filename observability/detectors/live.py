@@ -15,8 +15,9 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
 * the last ``executing N requests`` line of an instance not released since, so a stuck
   instance still reads as busy;
 * the ``loading`` line of a model load not ended since, so a load that never ends is still
-  seen (older completed loads go: ``cold_start`` must not pair a load with a batch long
-  after it whose predecessors were dropped);
+  seen, and the lines of a failed load that left its model unavailable (not loaded again
+  since), so it stays found while it lasts (older completed loads go: ``cold_start`` must not
+  pair a load with a batch long after it whose predecessors were dropped);
 * a crash's ``Signal (N) received.`` line: the batches it ended are carried as still
   executing, and without it they read as hung (tts_queue_full with 20 s of evidence: three
   hung_request findings on a server that had crashed).
@@ -222,9 +223,11 @@ class LiveWindow:
         released: dict[str, int] = {}
         busy: dict[str, tuple[int, tuple[object, ...] | None]] = {}
         setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
+        admitted: dict[str, int] = {}
         for key, (at, event) in kept.items():
             if isinstance(event, ev.RequestPrepared):
                 begun[event.request_id] = begun.get(event.request_id, 0) + 1
+                admitted[event.model] = max(at, admitted.get(event.model, at))
             elif isinstance(event, ev.RequestStateChange):
                 rid = event.request_id
                 if event.to_state == "PENDING":
@@ -244,7 +247,7 @@ class LiveWindow:
             if rid and max(begun.get(rid, 0), pending.get(rid, 0)) > released.get(rid, 0)
         }
         busy_keys = {key for _, key in busy.values() if key is not None}
-        loading = _open_loads(kept)
+        loading = _open_loads(kept, admitted)
         standing = {key for _, key in setup.values()}
         carried = 0
         for key, (at, event) in list(kept.items()):
@@ -289,12 +292,32 @@ def _newest_setup(
         setup[what] = (at, key)
 
 
-def _open_loads(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
-    """Keys of the ``loading`` lines of loads not ended since, as ``loads.attempts`` pairs
-    them for ``model_load_stuck``."""
+def _open_loads(
+    kept: dict[tuple[object, ...], tuple[int, object]], admitted: dict[str, int] | None = None
+) -> set[tuple[object, ...]]:
+    """Keys of the lines of loads that still tell the model's state, as ``loads.attempts``
+    pairs them: the ``loading`` line of a load not ended since (``model_load_stuck``), and
+    both lines of a failed load of a model that was not loaded again since and, as far as
+    the window tells, has no copy serving: none loaded when it began, and no request to it
+    admitted after it (``admitted``: model -> its latest ``prepared:`` line; a model with no
+    copy refuses requests before that line). It is still unavailable (``model_load_failed``,
+    ``ensemble_fanout``). A refused reload while an older copy serves is history, not state:
+    it goes with its evidence."""
     changes = sorted(
         ((at, key, e) for key, (at, e) in kept.items() if isinstance(e, ev.ModelStateChange)),
         key=lambda row: row[0],
     )
-    still = {id(a.begun) for a in attempts(e for _, _, e in changes) if a.ended is None}
+    tried = attempts(e for _, _, e in changes)
+    still: set[int] = set()
+    for i, a in enumerate(tried):
+        if a.ended is None and a.begun is not None:
+            still.add(id(a.begun))
+        elif (
+            a.failed
+            and a.ended is not None
+            and not a.serving
+            and (admitted or {}).get(a.model, 0) <= a.ended.header.at_ns
+            and not any(b.model == a.model for b in tried[i + 1 :])
+        ):
+            still.update(id(line) for line in (a.begun, a.ended) if line is not None)
     return {key for _, key, e in changes if id(e) in still}

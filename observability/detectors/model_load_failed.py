@@ -131,9 +131,12 @@ class ModelLoadFailed:
             f"Loading '{model}'{version} failed{tries} at {clock(ended.header.at_ns)}{took}: "
             f"{error}."
         )
-        if last.serving:
+        since = served_since(prepared, model, ended.header.at_ns)
+        # Requests admitted after the failure say a copy serves even where the window lacks
+        # its load (a log that starts later, or watch once that load left its evidence):
+        # a model with no copy refuses them before they are admitted.
+        if last.serving or since:
             kept = ", ".join(str(v) for v in sorted(v for v in last.serving if v is not None))
-            since = served_since(prepared, model, ended.header.at_ns)
             answered = f", and answered {since} request(s) since" if since else ""
             summary = (
                 f"{head} The copy loaded before{f' (version {kept})' if kept else ''} keeps "

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from observability import events as ev
 from observability.analyze import analyze_bundle
+from observability.detectors import run_detectors
 from observability.detectors.live import LiveWindow
 from observability.detectors.model_load_failed import ModelLoadFailed
 from observability.detectors.model_load_stuck import ModelLoadStuck
+from observability.detectors.registry import default_detectors
 from observability.detectors.window import Window
 from observability.findings import Severity
 from tests.foreign.parsed import analysis, window
@@ -129,3 +131,36 @@ def test_watch_keeps_an_open_load_past_its_evidence_window() -> None:
     assert loads == [("kws_classifier", "loading")]
     (found,) = ModelLoadStuck().detect(seen)
     assert found.model == "kws_classifier" and "against" not in found.summary
+
+
+def test_a_failed_reload_read_without_the_first_load_still_says_the_old_copy_serves() -> None:
+    """A log that begins after the model's first load (a paste, a rotated log, ``watch`` once
+    that load left its evidence window) has no ``successfully loaded`` line before the failed
+    reload; the requests admitted after it still say a copy serves: a model with no copy
+    refuses them before they are admitted."""
+    w = window("kws_classifier_reload_fails")
+    (loaded,) = _states(w, "kws_classifier", "loaded")[:1]
+    at = loaded.header.at_ns
+    later = [e for e in w.events if (h := getattr(e, "header", None)) is None or h.at_ns > at]
+    (found,) = ModelLoadFailed().detect(Window(w.since_ns, w.until_ns, events=later))
+    assert found.severity == Severity.WARNING
+    assert "keeps serving, and answered" in found.summary and "No copy" not in found.summary
+
+
+def test_watch_keeps_a_failed_first_load_while_the_model_stays_unavailable() -> None:
+    """pz_ensemble_miswired: the ensemble is refused at load ('is not written') and never
+    serves. ``watch`` keeps that load's lines past its evidence window: the ensemble is still
+    unavailable. A refused reload while the old copy serves (kws_classifier_reload_fails)
+    goes with its evidence."""
+    for name, kind, model, kept in (
+        ("pz_ensemble_miswired", "ensemble_fanout", "pz_ensemble_broken", True),
+        ("kws_classifier_reload_fails", "model_load_failed", "kws_classifier", False),
+    ):
+        w = window(name)
+        live = LiveWindow(evidence_s=5, lookback_s=600)
+        for i in range(0, len(w.events), 500):
+            live.add("triton.log", w.events[i : i + 500])
+        seen = live.window(w.until_ns + 60 * 10**9)
+        assert bool(_states(seen, model, "failed")) == kept, name
+        found = {(f.kind, f.model) for f in run_detectors(default_detectors(), seen)}
+        assert ((kind, model) in found) == kept, name
