@@ -57,6 +57,8 @@ _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
 _STANDING = ("ModelConfig", "RateLimiterPool")
 _SETUP_KINDS = (ev.ModelConfig, ev.RateLimiterPool)
+_MAX_SHADOWED = 4
+"""Unreleased batches kept per instance name: one per version served at once."""
 _BATCHES = ("InstanceExecuting", "InstanceReleased")
 _STUB = ("StubOutput",)
 
@@ -155,13 +157,17 @@ class LiveWindow:
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STANDING)
         )  # a store migrated to schema 6 has no setup rows of the lines before it
         rows += [(key, at, rec) for key, (at, rec) in setup.items() if at < since]
-        # Each instance's last batch line before the evidence window, if it began a batch
-        # not released since: an id-less request stuck for minutes (what the tap carries).
-        last: dict[tuple[str, str], tuple[tuple[object, ...], int, object]] = {}
+        # Each instance's batches begun before the evidence window and not released by its
+        # start: an id-less request stuck for minutes (what the tap carries).
+        unreleased: dict[tuple[str, str], list[tuple[tuple[object, ...], int, object]]] = {}
         for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_BATCHES):
-            assert isinstance(rec, ev.InstanceExecuting | ev.InstanceReleased)
-            last[(source, rec.instance)] = (_identity(source, rec), _at(rec, now_ns), rec)
-        rows += [row for row in last.values() if isinstance(row[2], ev.InstanceExecuting)]
+            stack = unreleased.setdefault((source, getattr(rec, "instance", "")), [])
+            if isinstance(rec, ev.InstanceExecuting):
+                stack.append((_identity(source, rec), _at(rec, now_ns), rec))
+                del stack[:-_MAX_SHADOWED]
+            elif stack:
+                stack.pop()
+        rows += [row for stack in unreleased.values() for row in stack]
         rows += [
             (_identity(source, rec), _at(rec, now_ns), rec)
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STUB)
@@ -221,7 +227,11 @@ class LiveWindow:
         begun: dict[str, int] = {}
         pending: dict[str, int] = {}
         released: dict[str, int] = {}
-        busy: dict[str, tuple[int, tuple[object, ...] | None]] = {}
+        busy: dict[str, list[tuple[object, ...]]] = {}
+        """Instance name -> its batches not released, newest last: two versions served at
+        once run instances of the same name, and the log's instance lines carry no version
+        (st_sequence_hang: version 1's batch hung on sess_tracker_0_1 while version 2's came
+        and went under the name). A release ends the newest, as ``instances.py`` pairs them."""
         setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
         admitted: dict[str, int] = {}
         for key, (at, event) in kept.items():
@@ -234,11 +244,12 @@ class LiveWindow:
                     pending[rid] = pending.get(rid, 0) + 1
                 elif event.to_state == "RELEASED":
                     released[rid] = released.get(rid, 0) + 1
-            elif isinstance(event, ev.InstanceExecuting | ev.InstanceReleased):
-                last = busy.get(event.instance)
-                if last is None or at >= last[0]:
-                    is_exec = isinstance(event, ev.InstanceExecuting)
-                    busy[event.instance] = (at, key if is_exec else None)
+            elif isinstance(event, ev.InstanceExecuting):  # the tap's order: the log's
+                stack = busy.setdefault(event.instance, [])
+                stack.append(key)
+                del stack[:-_MAX_SHADOWED]  # lost releases must not pile up
+            elif isinstance(event, ev.InstanceReleased) and busy.get(event.instance):
+                busy[event.instance].pop()
             elif isinstance(event, _SETUP_KINDS):
                 _newest_setup(setup, key, at, event)
         open_ids = {
@@ -246,7 +257,7 @@ class LiveWindow:
             for rid in begun.keys() | pending.keys()
             if rid and max(begun.get(rid, 0), pending.get(rid, 0)) > released.get(rid, 0)
         }
-        busy_keys = {key for _, key in busy.values() if key is not None}
+        busy_keys = {key for stack in busy.values() for key in stack}
         loading = _open_loads(kept, admitted)
         standing = {key for _, key in setup.values()}
         carried = 0

@@ -243,3 +243,15 @@ def test_batches_a_crash_ended_are_not_read_as_hung_once_the_crash_line_is_old()
         (f.kind, f.model) for f in run_detectors(default_detectors(), window) if f.severity.rank
     }
     assert found == {("target_down", "")}
+
+
+def test_a_batch_hung_under_a_name_another_version_keeps_using_is_carried() -> None:
+    """st_sequence_hang: sess_tracker versions 1 and 2 are served at once and both run an
+    instance named sess_tracker_0_1; version 1's batch there hangs while version 2's batches
+    under the same name come and go. The window carried only each name's last line, a
+    release: the hung batch was gone 5 s after it began."""
+    window = _fed("st_sequence_hang", 5)
+    found = {
+        (f.kind, f.model) for f in run_detectors(default_detectors(), window) if f.severity.rank
+    }
+    assert ("hung_request", "sess_tracker") in found
