@@ -349,8 +349,8 @@ def _stalled_together(arr: list[_At], dep: list[_At], ended: bool, alone: float)
     out only shortens them below a lone stream's."""
     for k in range(2, min(len(arr), _TOGETHER_MAX + 1)):
         shared = len(dep) - k if ended else len(dep)
-        if shared < 3:
-            break
+        if shared < 3 or shared + k > len(arr):
+            break  # too few to judge, or fewer streams left at the count than taken out
         if any(dep[i].pos < arr[i + k].pos for i in range(shared)):
             continue  # a response before the stream it would go to
         y = _median([dep[i].at - arr[i + k].at for i in range(shared)])
