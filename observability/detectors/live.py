@@ -12,8 +12,8 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
 
 * every record of a request id with more lifecycles begun (``prepared``, ``to PENDING``) than
   released, so a request hung for minutes keeps its whole story;
-* the last ``executing N requests`` line of an instance not released since, so a stuck
-  instance still reads as busy;
+* the ``executing N requests`` lines of an instance not released since (one per version
+  served at once: the lines name no version), so a stuck instance still reads as busy;
 * the ``loading`` line of a model load not ended since, so a load that never ends is still
   seen, and the lines of a failed load that left its model unavailable (not loaded again
   since), so it stays found while it lasts (older completed loads go: ``cold_start`` must not
@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from observability import events as ev
 from observability.detectors.crashes import crash_of
@@ -55,12 +56,18 @@ log = logging.getLogger(__name__)
 
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
-_STANDING = ("ModelConfig", "RateLimiterPool")
 _SETUP_KINDS = (ev.ModelConfig, ev.RateLimiterPool)
 _MAX_SHADOWED = 4
 """Unreleased batches kept per instance name: one per version served at once."""
-_BATCHES = ("InstanceExecuting", "InstanceReleased")
-_STUB = ("StubOutput",)
+_CARRIED = (
+    *_LOADS,
+    *(k.__name__ for k in _SETUP_KINDS),
+    "InstanceExecuting",
+    "InstanceReleased",
+    "StubOutput",
+)
+"""The kinds a restarted ``watch`` reads from the lookback: what the tap may carry."""
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -143,36 +150,29 @@ class LiveWindow:
             ids = open_ids[chunk : chunk + 500]
             for source, rec in store.log_rows(now_ns - self.lookback_ns, since, ids):
                 rows.append((_identity(source, rec), _at(rec, now_ns), rec))
-        loads = [
-            (_identity(source, rec), _at(rec, now_ns), rec)
-            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_LOADS)
-        ]
-        still = _open_loads({key: (at, rec) for key, at, rec in loads})
-        rows += [row for row in loads if row[0] in still]
+        # What the tap carries past the evidence window, in one read of the lookback: loads,
+        # setup lines, instance batch lines and crash lines.
+        loads: list[tuple[tuple[object, ...], int, object]] = []
         setup = {
             _identity(source, rec): (_at(rec, now_ns), rec) for source, rec in store.setup_lines()
-        }
-        setup.update(
-            (_identity(source, rec), (_at(rec, now_ns), rec))
-            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STANDING)
-        )  # a store migrated to schema 6 has no setup rows of the lines before it
-        rows += [(key, at, rec) for key, (at, rec) in setup.items() if at < since]
-        # Each instance's batches begun before the evidence window and not released by its
-        # start: an id-less request stuck for minutes (what the tap carries).
+        }  # a store migrated to schema 6 has no setup rows of the lines before it: read below
         unreleased: dict[tuple[str, str], list[tuple[tuple[object, ...], int, object]]] = {}
-        for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_BATCHES):
-            stack = unreleased.setdefault((source, getattr(rec, "instance", "")), [])
-            if isinstance(rec, ev.InstanceExecuting):
-                stack.append((_identity(source, rec), _at(rec, now_ns), rec))
-                del stack[:-_MAX_SHADOWED]
-            elif stack:
-                stack.pop()
+        for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_CARRIED):
+            row = (_identity(source, rec), _at(rec, now_ns), rec)
+            if isinstance(rec, ev.ModelStateChange):
+                loads.append(row)
+            elif isinstance(rec, _SETUP_KINDS):
+                setup[row[0]] = row[1:]
+            elif isinstance(rec, ev.InstanceExecuting | ev.InstanceReleased):
+                # Batches begun before the evidence window and not released by its start.
+                stack = unreleased.setdefault((source, rec.instance), [])
+                _batch_line(stack, row, isinstance(rec, ev.InstanceExecuting))
+            elif crash_of(rec) is not None:
+                rows.append(row)
+        still = _open_loads({key: (at, rec) for key, at, rec in loads})
+        rows += [row for row in loads if row[0] in still]
+        rows += [(key, at, rec) for key, (at, rec) in setup.items() if at < since]
         rows += [row for stack in unreleased.values() for row in stack]
-        rows += [
-            (_identity(source, rec), _at(rec, now_ns), rec)
-            for source, rec in store.log_rows(now_ns - self.lookback_ns, since, kinds=_STUB)
-            if crash_of(rec) is not None
-        ]
         for source, rec in store.log_rows(since):
             rows.append((_identity(source, rec), _at(rec, now_ns), rec))
         others: list[Iterable[object]] = [
@@ -244,12 +244,10 @@ class LiveWindow:
                     pending[rid] = pending.get(rid, 0) + 1
                 elif event.to_state == "RELEASED":
                     released[rid] = released.get(rid, 0) + 1
-            elif isinstance(event, ev.InstanceExecuting):  # the tap's order: the log's
+            elif isinstance(event, ev.InstanceExecuting | ev.InstanceReleased):
+                # The tap's order is the log's.
                 stack = busy.setdefault(event.instance, [])
-                stack.append(key)
-                del stack[:-_MAX_SHADOWED]  # lost releases must not pile up
-            elif isinstance(event, ev.InstanceReleased) and busy.get(event.instance):
-                busy[event.instance].pop()
+                _batch_line(stack, key, isinstance(event, ev.InstanceExecuting))
             elif isinstance(event, _SETUP_KINDS):
                 _newest_setup(setup, key, at, event)
         open_ids = {
@@ -278,6 +276,16 @@ class LiveWindow:
             else:
                 del kept[key]
         self.stats.records, self.stats.carried = len(kept), carried
+
+
+def _batch_line(stack: list[_T], item: _T, executing: bool) -> None:
+    """One instance line on its name's batches not released, newest last: a release ends the
+    newest, as ``instances.py`` pairs them; lost releases must not pile up."""
+    if executing:
+        stack.append(item)
+        del stack[:-_MAX_SHADOWED]
+    elif stack:
+        stack.pop()
 
 
 def _standing(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[object, ...]]:
