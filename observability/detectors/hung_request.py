@@ -157,7 +157,7 @@ class HungRequestDetector:
         behind, model = held.behind, held.model
         released = held.released
         n = len(held.held)
-        since = max(r.prepared_ns for r in behind.requests) if behind.requests else behind.start_ns
+        since = held.since_ns
         others = sorted({e.instance for e in released})
         summary = (
             f"{model} has sent no response to the {n} request{'s' if n > 1 else ''} it "

@@ -49,6 +49,7 @@ from observability.detectors.crashes import crash_of
 from observability.detectors.loads import attempts
 from observability.detectors.window import Window
 from observability.store import Store
+from observability.store.schema import SETUP_KINDS
 
 __all__ = ["LiveStats", "LiveWindow"]
 
@@ -56,12 +57,11 @@ log = logging.getLogger(__name__)
 
 _REQUEST_KINDS = (ev.RequestPrepared, ev.RequestStateChange)
 _LOADS = ("ModelStateChange",)
-_SETUP_KINDS = (ev.ModelConfig, ev.RateLimiterPool)
 _MAX_SHADOWED = 4
 """Unreleased batches kept per instance name: one per version served at once."""
 _CARRIED = (
     *_LOADS,
-    *(k.__name__ for k in _SETUP_KINDS),
+    *(k.__name__ for k in SETUP_KINDS),
     "InstanceExecuting",
     "InstanceReleased",
     "StubOutput",
@@ -161,7 +161,7 @@ class LiveWindow:
             row = (_identity(source, rec), _at(rec, now_ns), rec)
             if isinstance(rec, ev.ModelStateChange):
                 loads.append(row)
-            elif isinstance(rec, _SETUP_KINDS):
+            elif isinstance(rec, SETUP_KINDS):
                 setup[row[0]] = row[1:]
             elif isinstance(rec, ev.InstanceExecuting | ev.InstanceReleased):
                 # Batches begun before the evidence window and not released by its start.
@@ -248,7 +248,7 @@ class LiveWindow:
                 # The tap's order is the log's.
                 stack = busy.setdefault(event.instance, [])
                 _batch_line(stack, key, isinstance(event, ev.InstanceExecuting))
-            elif isinstance(event, _SETUP_KINDS):
+            elif isinstance(event, SETUP_KINDS):
                 _newest_setup(setup, key, at, event)
         open_ids = {
             rid
@@ -293,7 +293,7 @@ def _standing(kept: dict[tuple[object, ...], tuple[int, object]]) -> set[tuple[o
     rate-limiter pool (each line gives the whole pool so far)."""
     setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
     for key, (at, event) in kept.items():
-        if isinstance(event, _SETUP_KINDS):
+        if isinstance(event, SETUP_KINDS):
             _newest_setup(setup, key, at, event)
     return {key for _, key in setup.values()}
 

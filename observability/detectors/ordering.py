@@ -38,6 +38,8 @@ class HeldResponses:
     held: tuple[Admitted, ...]
     """The requests that came after its requests and were released, oldest first."""
     config: ev.ModelConfig
+    since_ns: int
+    """When its last request came (its start, where none is known): what came after waits."""
 
     @property
     def released(self) -> list[Execution]:
@@ -82,5 +84,5 @@ def held_responses(window: Window, stuck: Iterable[Execution]) -> list[HeldRespo
             key=lambda r: r.prepared_ns,
         )
         if held:
-            out.append(HeldResponses(model, behind, tuple(held), ordered[model]))
+            out.append(HeldResponses(model, behind, tuple(held), ordered[model], came))
     return out

@@ -29,6 +29,7 @@ __all__ = [
     "MIGRATIONS",
     "ROUTES",
     "SCHEMA_VERSION",
+    "SETUP_KINDS",
     "STREAMS",
     "TABLES",
     "Stream",
@@ -187,6 +188,13 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+SETUP_KINDS: tuple[type[ev.ModelConfig], type[ev.RateLimiterPool]] = (
+    ev.ModelConfig,
+    ev.RateLimiterPool,
+)
+"""The setup lines: written once at load, true until the next (migration 6's ``setup``,
+and what ``watch``'s live window keeps whatever their age)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,14 @@ from observability import events as ev
 from observability.findings import Finding
 from observability.store.blocks import BlockError, decode_block, encode_block
 from observability.store.codec import decode, encode, kind_of
-from observability.store.schema import MIGRATIONS, ROUTES, SCHEMA_VERSION, STREAMS, TABLES
+from observability.store.schema import (
+    MIGRATIONS,
+    ROUTES,
+    SCHEMA_VERSION,
+    SETUP_KINDS,
+    STREAMS,
+    TABLES,
+)
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
 
@@ -58,7 +65,7 @@ ones a live collector's next records can overlap)."""
 _BLOCKS_SINCE = 5
 """The schema that keeps records as blocks."""
 
-_SETUP_TYPES = frozenset({ev.ModelConfig, ev.RateLimiterPool})
+_SETUP_TYPES = frozenset(SETUP_KINDS)
 """Records also kept in ``setup``, the newest of each kind and name of a log."""
 
 _CACHE_RECORDS = 300_000
