@@ -53,10 +53,7 @@ class HeldResponses:
 
 def ordered_models(window: Window) -> dict[str, ev.ModelConfig]:
     """Model -> its config as last logged, for the models whose batcher keeps order."""
-    latest: dict[str, ev.ModelConfig] = {}
-    for c in window.logs(ev.ModelConfig):
-        assert isinstance(c, ev.ModelConfig)
-        latest[c.model] = c
+    latest = {c.model: c for c in window.logs(ev.ModelConfig)}
     return {m: c for m, c in latest.items() if c.preserve_ordering}
 
 
