@@ -431,8 +431,11 @@ static int headerless(const char *s, Py_ssize_t n, long long off, PyObject *sink
         if (*block == 1) *block = 0;
         return BLANK;
     }
+    /* parser._STUB_STARTS: a traceback's opener ends a block (all four of them) */
     if (STARTS(s, 0, e, "Traceback (most recent call last):") ||
-        STARTS(s, 0, e, "Task exception was never retrieved"))
+        STARTS(s, 0, e, "Exception in callback") ||
+        STARTS(s, 0, e, "Task exception was never retrieved") ||
+        STARTS(s, 0, e, "Exception ignored in"))
         *block = 0;
     else if (*block)
         return CONTINUATION;

@@ -200,6 +200,7 @@ _HANDED_BACK = [
     b'  File "/models/m/1/model.py", line 3, in execute\n',
     b"Task exception was never retrieved\n",
     b"Exception in callback _boom()\n",
+    b"Exception ignored in: <function _boom at 0x7f>\n",
     b"E1122 03:20:14 torn header\n",
     b"KeyError: 'x'\r\n",
     b"  \t \r\n",
@@ -215,7 +216,14 @@ _HANDED_BACK = [
 def test_a_line_the_c_code_is_unsure_of_reads_as_python_reads_it(line: bytes) -> None:
     ok = _line("python_be.cc:1395", "model m, instance m_0, executing 2 requests")
     body = _line("server.cc:1", "")  # an empty message: the headerless lines after it are its
-    for lines in ([line], [ok, line, ok], [line, line, ok], [body, line, line, ok]):
+    older = _HEAD + b"model.py:1] unquoted, as before 24.06\n"  # its body runs to a header
+    for lines in (
+        [line],
+        [ok, line, ok],
+        [line, line, ok],
+        [body, line, line, ok],
+        [older, line, line, ok],
+    ):
         _same_both_ways(lines)
         _same_both_ways(lines, final=False)
         _same_both_ways(lines, start_ns=2**70)  # a time no C integer holds
