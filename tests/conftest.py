@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import signal
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests import hypothesis_profiles  # noqa: F401  (loads the dev or ci profil
 from tests.detectors.recording import RecordedRun
 from tests.fixtures.recordings import session_recording
 from tests.foreign import parsed as corpus
+from tests.foreign.sample import quick_sample, sweeps_everything
 
 ECHO_CONFIG = """
 name: "echo"
@@ -90,15 +92,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     real Tritons are what two cores take. Without, a third of the suite's time is waits
     (servers starting, sockets, subprocesses, a watch running its ``--duration``) that a third
     worker fills: 53-57 s against 64 s here (2026-11-26, 315 recordings)."""
-    markexpr = str(config.getoption("markexpr", "") or "")
-    return 3 if "not lab" in markexpr else 2
+    return 3 if _quick(config) else 2
+
+
+def _quick(config: pytest.Config) -> bool:
+    """The quick suite: a run that leaves out the lab (``-m "not lab ..."``)."""
+    return "not lab" in str(config.getoption("markexpr", "") or "")
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Group the tests of a shared lab (``--dist loadgroup``). ``tryfirst``: xdist reads the
     ``xdist_group`` marks in its own hook of this name, which would otherwise run first. The
-    grouping needs pytest below 9.2 (see pyproject.toml's pin)."""
+    grouping needs pytest below 9.2 (see pyproject.toml's pin). The quick suite sweeps a
+    sample of the corpus (``tests/foreign/sample.py``)."""
+    if _quick(config) and not sweeps_everything():
+        _sweep_the_sample(config, items)
     corpus_at: list[int] = []
     for i, item in enumerate(items):
         names = set(getattr(item, "fixturenames", ()))
@@ -117,6 +126,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ordered = sorted((items[i] for i in corpus_at), key=_recording_of)
     for i, item in zip(corpus_at, ordered, strict=True):
         items[i] = item
+
+
+SWEEP = 40
+"""A test over this many recordings sweeps the corpus (or all its healthy recordings); the
+tests that name their recordings name a handful."""
+
+
+def _sweep_the_sample(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the items of a corpus sweep (a test parametrized over :data:`SWEEP` recordings
+    or more) whose recording is not in the quick sample; pytest reports them as deselected."""
+    per_test: Counter[str] = Counter(
+        item.nodeid.partition("[")[0] for item in items if _recording_of(item)
+    )
+    sweeps = {test for test, n in per_test.items() if n >= SWEEP}
+    sample = quick_sample(corpus.FIXTURES)
+    dropped = [
+        item
+        for item in items
+        if item.nodeid.partition("[")[0] in sweeps and _recording_of(item) not in sample
+    ]
+    if dropped:
+        gone = set(map(id, dropped))
+        items[:] = [item for item in items if id(item) not in gone]
+        config.hook.pytest_deselected(items=dropped)
 
 
 def _recording_of(item: pytest.Item) -> str:
