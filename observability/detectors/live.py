@@ -22,6 +22,17 @@ every signal, plus, up to ``lookback_s`` back, what is still *open* at its edge:
   executing, and without it they read as hung (tts_queue_full with 20 s of evidence: three
   hung_request findings on a server that had crashed).
 
+Past ``lookback_s``, what is still stuck stays, for as long as its server keeps logging (a
+line in the evidence window): an unreleased batch line that is its instance's last (nothing
+executed there since, its model not loaded again, no crash since), and a load not ended or
+failed that left its model unavailable. Dropped at the lookback, a hang that outlived it
+resolved in ``watch`` after twice the lookback while the model was still stuck: with 5 s of
+evidence and a 10 s lookback, the corpus's recordings fed through the tap gave 30 of their
+expected findings at their end, 78 with these lines carried. What it costs: a batch whose
+release line was lost (a log cut by a rotation) on an instance that never runs again stays
+a hang until the model next executes or loads; the old bound gave it twice the lookback. A
+restarted ``watch`` reads only the lookback (``prime``), so it does not see a hang older.
+
 And, whatever their age, the lines that tell how the server is set up, written once at load
 and true until the next: the last config each model logged (``ModelConfig``) and the rate
 limiter's last resource pool (``RateLimiterPool``). Dropped with the evidence window, they
@@ -234,7 +245,15 @@ class LiveWindow:
         and went under the name). A release ends the newest, as ``instances.py`` pairs them."""
         setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
         admitted: dict[str, int] = {}
+        last_line: dict[tuple[object, str], tuple[object, ...]] = {}
+        """(log, instance name) -> its newest batch line."""
+        since: dict[tuple[object, str], int] = {}
+        """(log, model) -> its newest load line; (log, "") -> its newest crash line."""
+        logging_now: set[object] = set()
+        """Logs with a line in the evidence window: their server is up and writing."""
         for key, (at, event) in kept.items():
+            if key[0] == "log" and at >= horizon:
+                logging_now.add(key[1])
             if isinstance(event, ev.RequestPrepared):
                 begun[event.request_id] = begun.get(event.request_id, 0) + 1
                 admitted[event.model] = max(at, admitted.get(event.model, at))
@@ -248,8 +267,13 @@ class LiveWindow:
                 # The tap's order is the log's.
                 stack = busy.setdefault(event.instance, [])
                 _batch_line(stack, key, isinstance(event, ev.InstanceExecuting))
+                last_line[(key[1], event.instance)] = key
             elif isinstance(event, SETUP_KINDS):
                 _newest_setup(setup, key, at, event)
+            elif isinstance(event, ev.ModelStateChange):
+                since[(key[1], event.model)] = at
+            elif crash_of(event) is not None:
+                since[(key[1], "")] = at
         open_ids = {
             rid
             for rid in begun.keys() | pending.keys()
@@ -258,17 +282,32 @@ class LiveWindow:
         busy_keys = {key for stack in busy.values() for key in stack}
         loading = _open_loads(kept, admitted)
         standing = {key for _, key in setup.values()}
+        lasting = {key for key in loading if key[1] in logging_now}
+        for (log_of, _name), key in last_line.items():
+            at, event = kept[key]
+            if (
+                key in busy_keys
+                and log_of in logging_now
+                and isinstance(event, ev.InstanceExecuting)
+                and at > since.get((log_of, event.model), at - 1)
+                and at > since.get((log_of, ""), at - 1)
+            ):
+                lasting.add(key)
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:
                 continue
-            keep = key in standing or (
-                at >= oldest
-                and (
-                    key in busy_keys
-                    or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
-                    or key in loading
-                    or crash_of(event) is not None
+            keep = (
+                key in standing
+                or key in lasting
+                or (
+                    at >= oldest
+                    and (
+                        key in busy_keys
+                        or (isinstance(event, _REQUEST_KINDS) and event.request_id in open_ids)
+                        or key in loading
+                        or crash_of(event) is not None
+                    )
                 )
             )
             if keep:

@@ -255,3 +255,46 @@ def test_a_batch_hung_under_a_name_another_version_keeps_using_is_carried() -> N
         (f.kind, f.model) for f in run_detectors(default_detectors(), window) if f.severity.rank
     }
     assert ("hung_request", "sess_tracker") in found
+
+
+def _fed_short(name: str) -> Window:
+    """``name`` through the tap with 5 s of evidence and a 10 s lookback, taken at its end:
+    a ``watch`` that has run far longer than its lookback since the fault began."""
+    events = foreign_window(name).events
+    until = foreign_window(name).until_ns
+    live = LiveWindow(evidence_s=5, lookback_s=10)
+    for i in range(0, len(events), 400):
+        live.add("triton.log", events[i : i + 400])
+        live.window(min(until, _time_of(events[min(i + 399, len(events) - 1)])))
+    return live.window(until)
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [("vis_step_hang", "vis_embed"), ("zoo_router_child_hangs", "zoo_router")],
+)
+def test_a_batch_still_stuck_past_the_lookback_stays_found(name: str, model: str) -> None:
+    """The batch that never ends began 20 s and more before the recording's end: with a 10 s
+    lookback its line was dropped, and ``watch`` let the finding resolve while the model was
+    still stuck (a hang overnight resolved its alert after twice the lookback). A batch line
+    that is its instance's last, with nothing reloaded or crashed since, is carried while its
+    server keeps logging."""
+    found = run_detectors(default_detectors(), _fed_short(name))
+    assert ("hung_request", model) in {(f.kind, f.model) for f in found if f.severity.rank}
+
+
+def test_a_load_still_stuck_past_the_lookback_is_carried() -> None:
+    """kws_classifier_load_hangs: the reload's ``loading`` line stays while the load has not
+    ended (``model_load_stuck`` then waits its ``unknown_s``: the earlier load that set the
+    model's own bar is gone with the lookback)."""
+    window = _fed_short("kws_classifier_load_hangs")
+    loads = [e for e in window.logs(ev.ModelStateChange) if e.model == "kws_classifier"]
+    assert [e.state for e in loads] == ["loading"]
+    assert loads[0].header.at_ns < window.until_ns - 10 * 10**9
+
+
+def test_a_healthy_pipeline_past_the_lookback_carries_nothing_stuck() -> None:
+    window = _fed_short("vis_healthy")
+    assert not [f for f in run_detectors(default_detectors(), window) if f.severity.rank]
+    assert not [e for e in window.logs() if e.header.at_ns < window.until_ns - 10 * 10**9
+                and not isinstance(e, ev.ModelConfig | ev.RateLimiterPool)]  # fmt: skip
