@@ -141,6 +141,12 @@ class LiveWindow:
         self._lock = threading.Lock()
         self._incoming: list[tuple[tuple[object, ...], int, object]] = []
         self._kept: dict[tuple[object, ...], tuple[int, object]] = {}
+        self._newest_batch: dict[tuple[object, str], tuple[int, tuple[object, ...]]] = {}
+        """(log, instance name) -> its newest batch line seen, kept after the line is dropped:
+        a batch is stuck only if nothing ran on its instance after it."""
+        self._changed: dict[tuple[object, str], int] = {}
+        """(log, model) -> its newest load line seen; (log, "") -> its newest crash line: a
+        batch begun before either is not stuck, even once those lines are dropped."""
 
     def add(self, source: str, events: Iterable[object]) -> None:
         """Events the collector has just stored (cheap: detection sorts them out later)."""
@@ -245,10 +251,7 @@ class LiveWindow:
         and went under the name). A release ends the newest, as ``instances.py`` pairs them."""
         setup: dict[tuple[object, ...], tuple[int, tuple[object, ...]]] = {}
         admitted: dict[str, int] = {}
-        last_line: dict[tuple[object, str], tuple[object, ...]] = {}
-        """(log, instance name) -> its newest batch line."""
-        since: dict[tuple[object, str], int] = {}
-        """(log, model) -> its newest load line; (log, "") -> its newest crash line."""
+        newest, changed = self._newest_batch, self._changed
         logging_now: set[object] = set()
         """Logs with a line in the evidence window: their server is up and writing."""
         for key, (at, event) in kept.items():
@@ -267,13 +270,15 @@ class LiveWindow:
                 # The tap's order is the log's.
                 stack = busy.setdefault(event.instance, [])
                 _batch_line(stack, key, isinstance(event, ev.InstanceExecuting))
-                last_line[(key[1], event.instance)] = key
+                name = (key[1], str(event.instance))
+                if at >= newest.get(name, (at, key))[0]:
+                    newest[name] = (at, key)
             elif isinstance(event, SETUP_KINDS):
                 _newest_setup(setup, key, at, event)
             elif isinstance(event, ev.ModelStateChange):
-                since[(key[1], event.model)] = at
+                changed[(key[1], event.model)] = max(at, changed.get((key[1], event.model), at))
             elif crash_of(event) is not None:
-                since[(key[1], "")] = at
+                changed[(key[1], "")] = max(at, changed.get((key[1], ""), at))
         open_ids = {
             rid
             for rid in begun.keys() | pending.keys()
@@ -283,16 +288,24 @@ class LiveWindow:
         loading = _open_loads(kept, admitted)
         standing = {key for _, key in setup.values()}
         lasting = {key for key in loading if key[1] in logging_now}
-        for (log_of, _name), key in last_line.items():
-            at, event = kept[key]
+        for (log_of, _name), (at, key) in list(newest.items()):
+            line = kept.get(key)
+            if line is None:
+                if at < oldest:  # nothing older on its name can be carried past the lookback
+                    del newest[(log_of, _name)]
+                continue
+            event = line[1]
             if (
                 key in busy_keys
                 and log_of in logging_now
                 and isinstance(event, ev.InstanceExecuting)
-                and at > since.get((log_of, event.model), at - 1)
-                and at > since.get((log_of, ""), at - 1)
+                and at > changed.get((log_of, event.model), at - 1)
+                and at > changed.get((log_of, ""), at - 1)
             ):
                 lasting.add(key)
+        for what, at in list(changed.items()):
+            if at < oldest:  # every batch begun before it is past the lookback, and dropped
+                del changed[what]
         carried = 0
         for key, (at, event) in list(kept.items()):
             if at >= horizon:

@@ -257,12 +257,15 @@ def test_a_batch_hung_under_a_name_another_version_keeps_using_is_carried() -> N
     assert ("hung_request", "sess_tracker") in found
 
 
-def _fed_short(name: str) -> Window:
+def _fed_short(name: str, drop: int | None = None, evidence_s: float = 5) -> Window:
     """``name`` through the tap with 5 s of evidence and a 10 s lookback, taken at its end:
-    a ``watch`` that has run far longer than its lookback since the fault began."""
-    events = foreign_window(name).events
+    a ``watch`` that has run far longer than its lookback since the fault began. ``drop``:
+    the index of an event the tap never gets (a line lost to a rotation)."""
+    events = list(foreign_window(name).events)
+    if drop is not None:
+        del events[drop]
     until = foreign_window(name).until_ns
-    live = LiveWindow(evidence_s=5, lookback_s=10)
+    live = LiveWindow(evidence_s=evidence_s, lookback_s=10)
     for i in range(0, len(events), 400):
         live.add("triton.log", events[i : i + 400])
         live.window(min(until, _time_of(events[min(i + 399, len(events) - 1)])))
@@ -298,3 +301,20 @@ def test_a_healthy_pipeline_past_the_lookback_carries_nothing_stuck() -> None:
     assert not [f for f in run_detectors(default_detectors(), window) if f.severity.rank]
     assert not [e for e in window.logs() if e.header.at_ns < window.until_ns - 10 * 10**9
                 and not isinstance(e, ev.ModelConfig | ev.RateLimiterPool)]  # fmt: skip
+
+
+def test_a_batch_whose_release_was_lost_is_not_carried_once_its_instance_ran_again() -> None:
+    """zoo_healthy with the release of zoo_fraud_lite's batch 14 s before the end lost (as a
+    log rotation can lose a line): the instance ran one more batch 5 s later, then nothing.
+    With 2 s of evidence that batch's lines are gone before the lost one is 10 s old, but
+    that the instance ran after it is remembered: the lost release is no hang, and the batch
+    is not carried past the lookback."""
+    events = foreign_window("zoo_healthy").events
+    lost = [
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, ev.InstanceReleased) and e.instance == "zoo_fraud_lite_0_0"
+    ][-2]
+    window = _fed_short("zoo_healthy", drop=lost, evidence_s=2)
+    assert not [f for f in run_detectors(default_detectors(), window) if f.severity.rank]
+    assert not [e for e in window.logs(ev.InstanceExecuting) if e.model == "zoo_fraud_lite"]
