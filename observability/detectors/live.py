@@ -270,7 +270,7 @@ class LiveWindow:
                 # The tap's order is the log's.
                 stack = busy.setdefault(event.instance, [])
                 _batch_line(stack, key, isinstance(event, ev.InstanceExecuting))
-                name = (key[1], str(event.instance))
+                name = (key[1], event.instance)
                 if at >= newest.get(name, (at, key))[0]:
                     newest[name] = (at, key)
             elif isinstance(event, SETUP_KINDS):
@@ -288,11 +288,11 @@ class LiveWindow:
         loading = _open_loads(kept, admitted)
         standing = {key for _, key in setup.values()}
         lasting = {key for key in loading if key[1] in logging_now}
-        for (log_of, _name), (at, key) in list(newest.items()):
-            line = kept.get(key)
+        for name, (at, key) in list(newest.items()):
+            log_of, line = name[0], kept.get(key)
             if line is None:
                 if at < oldest:  # nothing older on its name can be carried past the lookback
-                    del newest[(log_of, _name)]
+                    del newest[name]
                 continue
             event = line[1]
             if (
