@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from observability.collect import CollectConfig, CollectRunner
 from observability.detectors import run_detectors
@@ -26,7 +26,33 @@ from observability.exporters.prometheus import FindingsExporter
 from observability.findings import Finding
 from observability.store import Store, StoreError
 
-__all__ = ["WatchConfig", "WatchView", "Watcher"]
+__all__ = ["HELD_AFTER_PASSES", "WatchConfig", "WatchView", "Watcher", "still_held"]
+
+
+HELD_AFTER_PASSES = 3
+"""Passes a deadlock must have been seen in before it is held (``still_held``). A hang that
+outlives the evidence window can read as a deadlock for one pass, when the healthy batches
+its model's calls were learned from have just left it (doc_extract_hang with 8 s or 20 s of
+evidence: one pass each); a deadlock is seen for as long as its queued calls stay in the
+window, a pass every two seconds."""
+
+
+def still_held(finding: Finding, work: list[ModelWork], now_ns: int) -> bool:
+    """A deadlock not seen this pass whose holding batch still runs: it lasts.
+
+    A deadlock is read from its queued calls and the calls learned from healthy batches,
+    which leave the evidence window while the deadlock lasts for good: every deadlock of the
+    corpus fed through the live window with 20 s of evidence read as a plain hang at its
+    end, and ``watch`` resolved it ``lookback_s`` later. It ends only when the batch holding
+    its model's instance (``Finding.instance``) does: while that instance still runs a batch
+    begun before the deadlock was first seen, the deadlock is still there."""
+    if finding.kind != "bls_deadlock" or not finding.instance:
+        return False
+    return any(
+        i.instance == finding.instance and now_ns - i.age_s * 1e9 <= finding.first_seen_ns
+        for m in work
+        for i in m.busy
+    )
 
 
 def until_next_pass(interval_s: float, deadline: float | None) -> float:
@@ -82,6 +108,8 @@ class Watcher:
         self.live.log_read = cfg.collect.log is not None
         self.runner.on_stored = self.live.add
         self.known: dict[tuple[str, str, str | None, str | None], Finding] = {}
+        self.passes_seen: dict[tuple[str, str, str | None, str | None], int] = {}
+        """Passes in which the detectors saw each known finding (``still_held`` asks)."""
         self.passes = 0
         self.coverage: Coverage | None = None
         """The signals of the last pass's window and the kinds it was blind to."""
@@ -116,8 +144,8 @@ class Watcher:
         seen = run_detectors(self.detectors, window, failed)
         for failure in failed:
             self.exporter.detector_failed(failure.kind)
-        findings = self._still_active(seen, now_ns)
         self.coverage, self.work = coverage(window), in_flight(window)
+        findings = self._still_active(seen, now_ns, self.work)
         self.exporter.update(findings, window, hung=seen, work=self.work, signals=self.coverage)
         self.view = WatchView(now_ns, tuple(findings), tuple(self.work), window)
         with Store(self.cfg.collect.store) as writer:
@@ -125,25 +153,37 @@ class Watcher:
         new = [f for f in seen if f.key not in self.known]
         for f in seen:
             self.known[f.key] = self.known[f.key].merged(f) if f.key in self.known else f
+            self.passes_seen[f.key] = self.passes_seen.get(f.key, 0) + 1
+        self.passes_seen = {k: n for k, n in self.passes_seen.items() if k in self.known}
         self.passes += 1
         return new
 
-    def _still_active(self, seen: list[Finding], now_ns: int) -> list[Finding]:
+    def _still_active(
+        self, seen: list[Finding], now_ns: int, work: list[ModelWork]
+    ) -> list[Finding]:
         """This pass's findings, and the known ones whose evidence has left the window but
         were seen within ``lookback_s``: those aged out, the detectors did not see them
-        resolve. One first seen inside the window and not seen now is resolved."""
+        resolve. One first seen inside the window and not seen now is resolved, unless what
+        holds it still runs (:func:`still_held`): then it counts as seen now."""
         horizon = now_ns - int(self.cfg.evidence_s * 1e9)
         oldest = now_ns - int(self.cfg.lookback_s * 1e9)
         current = {f.key for f in seen}
+        held = [
+            replace(f, last_seen_ns=now_ns)
+            for key, f in self.known.items()
+            if key not in current
+            and self.passes_seen.get(key, 0) >= HELD_AFTER_PASSES
+            and still_held(f, work, now_ns)
+        ]
+        current |= {f.key for f in held}
         aged = [
             f
             for key, f in self.known.items()
             if key not in current and f.first_seen_ns < horizon and f.last_seen_ns >= oldest
         ]
-        self.known = {f.key: f for f in aged} | {
-            key: f for key, f in self.known.items() if key in current
-        }
-        return [*seen, *aged]
+        kept = {key: f for key, f in self.known.items() if key in current}
+        self.known = kept | {f.key: f for f in [*aged, *held]}
+        return [*seen, *held, *aged]
 
     def _horizon_ns(self, reader: Store, now_ns: int) -> int:
         """The instant detectors judge "still running" against.

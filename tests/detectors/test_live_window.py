@@ -318,3 +318,55 @@ def test_a_batch_whose_release_was_lost_is_not_carried_once_its_instance_ran_aga
     window = _fed_short("zoo_healthy", drop=lost, evidence_s=2)
     assert not [f for f in run_detectors(default_detectors(), window) if f.severity.rank]
     assert not [e for e in window.logs(ev.InstanceExecuting) if e.model == "zoo_fraud_lite"]
+
+
+def _watched(name: str, store: Path) -> set[tuple[str, str]]:
+    """``watch`` over recording ``name`` with 20 s of evidence and a 2 s lookback, fed through
+    the tap a pass a second with what was written by then; the kinds and models it saw, and
+    leaves the active ones in ``store``."""
+    watcher = Watcher(
+        WatchConfig(collect=CollectConfig(store=store), evidence_s=20, lookback_s=2, api=False)
+    )
+    with Store(store):
+        pass
+    window = foreign_window(name)
+    events, at, seen = sorted(window.events, key=_time_of), window.since_ns, set()
+    while at < window.until_ns:
+        at = min(at + 10**9, window.until_ns)
+        upto = next((i for i, e in enumerate(events) if _time_of(e) > at), len(events))
+        watcher.live.add("triton.log", events[:upto])
+        del events[:upto]
+        seen |= {(f.kind, f.model) for f in watcher.detect_once(at)}
+    return seen
+
+
+def _active(store: Path) -> set[tuple[str, str]]:
+    with Store(store, readonly=True) as reader:
+        return {(f.kind, f.model) for f in reader.findings(active_only=True)}
+
+
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [("ch_self_deadlock", "ch_planner"), ("ocr_cycle_deadlock", "text_det")],
+)
+def test_a_deadlock_stays_active_while_its_model_is_still_stuck(
+    name: str, model: str, tmp_path: Path
+) -> None:
+    """The deadlock is read from its queued calls and the calls learned from healthy
+    batches, which leave the window while the deadlock lasts: at the recording's end it is no
+    longer seen, and with a 2 s lookback it resolved, while the batch holding the model's
+    instance never ended (``hung_request``). It stays active while that batch runs."""
+    seen = _watched(name, tmp_path / "store.db")
+    assert ("bls_deadlock", model) in seen
+    assert {("hung_request", model), ("bls_deadlock", model)} <= _active(tmp_path / "store.db")
+
+
+def test_a_hang_read_as_a_deadlock_for_one_pass_is_not_held(tmp_path: Path) -> None:
+    """doc_extract_hang: a hang, no cycle. When its healthy batches leave the 20 s window, one
+    pass reads a call from doc_extract to doc_router and calls it a deadlock; seen once, it is
+    not held by the batch that still runs (``HELD_AFTER_PASSES``)."""
+    seen = _watched("doc_extract_hang", tmp_path / "store.db")
+    assert ("bls_deadlock", "doc_extract") in seen
+    active = _active(tmp_path / "store.db")
+    assert ("hung_request", "doc_extract") in active
+    assert not [k for k in active if k[0] == "bls_deadlock"]
