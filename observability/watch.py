@@ -4,7 +4,8 @@ The collector thread owns the store's writer and hands each stored batch to a
 :class:`~observability.detectors.live.LiveWindow`; every ``detect_interval_s`` the detectors
 run over it (``evidence_s`` of signals plus what is still open), the findings are saved
 (resolved ones marked inactive) and the exporter's gauges refreshed. A finding stays active
-until ``lookback_s`` after it was last seen, unless the detectors saw it resolve.
+until ``lookback_s`` after it was last seen, unless the detectors saw it resolve; a deadlock
+stays while the batch that holds it runs (:func:`still_held`).
 """
 
 from __future__ import annotations
