@@ -169,11 +169,16 @@ def test_watch_keeps_aged_out_findings_active_until_the_lookback(
     assert active() == set()
 
 
-def _fed(name: str, evidence_s: float) -> Window:
+def _fed(
+    name: str, evidence_s: float, lookback_s: float = HOUR_S, drop: int | None = None
+) -> Window:
     """Foreign recording ``name``'s events through ``LiveWindow.add`` in the collector's
-    batches, the window taken at its last event: what ``watch`` detects over then."""
-    events = foreign_window(name).events
-    live = LiveWindow(evidence_s=evidence_s, lookback_s=HOUR_S)
+    batches, the window taken at its last event: what ``watch`` detects over then. ``drop``:
+    the index of an event the tap never gets (a line lost to a rotation)."""
+    events = list(foreign_window(name).events)
+    if drop is not None:
+        del events[drop]
+    live = LiveWindow(evidence_s=evidence_s, lookback_s=lookback_s)
     until = foreign_window(name).until_ns
     for i in range(0, len(events), 400):
         live.add("triton.log", events[i : i + 400])
@@ -258,18 +263,9 @@ def test_a_batch_hung_under_a_name_another_version_keeps_using_is_carried() -> N
 
 
 def _fed_short(name: str, drop: int | None = None, evidence_s: float = 5) -> Window:
-    """``name`` through the tap with 5 s of evidence and a 10 s lookback, taken at its end:
-    a ``watch`` that has run far longer than its lookback since the fault began. ``drop``:
-    the index of an event the tap never gets (a line lost to a rotation)."""
-    events = list(foreign_window(name).events)
-    if drop is not None:
-        del events[drop]
-    until = foreign_window(name).until_ns
-    live = LiveWindow(evidence_s=evidence_s, lookback_s=10)
-    for i in range(0, len(events), 400):
-        live.add("triton.log", events[i : i + 400])
-        live.window(min(until, _time_of(events[min(i + 399, len(events) - 1)])))
-    return live.window(until)
+    """``name`` through the tap with a 10 s lookback: a ``watch`` that has run far longer than
+    its lookback since the fault began."""
+    return _fed(name, evidence_s, lookback_s=10, drop=drop)
 
 
 @pytest.mark.parametrize(
