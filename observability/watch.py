@@ -32,10 +32,10 @@ __all__ = ["HELD_AFTER_PASSES", "WatchConfig", "WatchView", "Watcher", "still_he
 
 HELD_AFTER_PASSES = 3
 """Passes a deadlock must have been seen in before it is held (``still_held``). A hang that
-outlives the evidence window can read as a deadlock for one pass, when the healthy batches
-its model's calls were learned from have just left it (doc_extract_hang with 8 s or 20 s of
-evidence: one pass each); a deadlock is seen for as long as its queued calls stay in the
-window, a pass every two seconds."""
+outlives the evidence window can read as a deadlock for one pass where no pass learned its
+model's calls while its healthy batches were in the window (a watch restarted later:
+doc_extract_hang with 8 s or 20 s of evidence and no learning, one pass each); a deadlock is
+seen for as long as its queued calls stay in the window, a pass every two seconds."""
 
 
 def still_held(finding: Finding, work: list[ModelWork], now_ns: int) -> bool:
@@ -143,6 +143,7 @@ class Watcher:
         window = self.live.window(now_ns)
         failed: list[DetectorFailure] = []
         seen = run_detectors(self.detectors, window, failed)
+        self.live.learn(window)
         for failure in failed:
             self.exporter.detector_failed(failure.kind)
         self.coverage, self.work = coverage(window), in_flight(window)

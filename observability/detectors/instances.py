@@ -30,7 +30,7 @@ for ``_IDLE_SLACK_NS`` while it waited, since an idle instance takes a queued re
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -134,6 +134,12 @@ class Instances:
     client_only: frozenset[str] = frozenset()
     """Models whose requests come from clients alone (``origins.py``: nine in ten or more
     of ten or more follow a frontend line): no model's BLS callees."""
+    known_calls: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """What earlier passes learned each model calls (``Window.known_calls``)."""
+    unseen_until: dict[str, int] = field(default_factory=dict)
+    """Instance name -> the latest release of a batch whose ``executing`` line the window
+    lacks (begun before it, in ``watch``'s sliding window): until then the instance ran a
+    batch no reader sees, whose calls are any caller's to claim."""
 
     def busy(self, model: str) -> list[Execution]:
         return [e for e in self.open.values() if e.model == model]
@@ -196,6 +202,7 @@ def instances_of(window: Window) -> Instances:
         {ev.RequestStateChange: _kept_state, ev.StubOutput: _crash},
     )
     inst = build_instances(records, window.until_ns, gone_ns(window))
+    inst.known_calls = window.known_calls
     if not window.whole_seconds:  # there every line of a second is near a frontend line
         origin = origins_of(window)
         inst.client_only = frozenset(mostly_clients(origin, records))
@@ -248,6 +255,7 @@ def build_instances(
     """Model -> the versions its requests were prepared for."""
     shadowed: dict[str, list[Execution]] = {}
     """Instance name -> older open batches of another version under the same name."""
+    unseen_until: dict[str, int] = {}
 
     recent: deque[Admitted] = deque(maxlen=_RECENT)
     crashed_ns: int | None = None
@@ -384,6 +392,8 @@ def build_instances(
             if ended is not None:
                 ended.end_ns, ended.end_offset = at, rec.header.offset
                 last_end[ended.model] = at
+            else:
+                unseen_until[rec.instance] = at
         elif isinstance(rec, ev.ModelStateChange):
             _lifecycle(rec, open_, queues, loaded, reloading, model_instances)
             if rec.state in ("unloading", "unloaded"):
@@ -425,6 +435,7 @@ def build_instances(
         instanceless,
         versions,
         rejected,
+        unseen_until=unseen_until,
     )
 
 

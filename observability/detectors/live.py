@@ -57,7 +57,9 @@ from typing import TypeVar
 
 from observability import events as ev
 from observability.detectors.crashes import crash_of
+from observability.detectors.instances import instances_of
 from observability.detectors.loads import attempts
+from observability.detectors.waits import callees
 from observability.detectors.window import Window
 from observability.store import Store
 from observability.store.schema import SETUP_KINDS
@@ -147,6 +149,9 @@ class LiveWindow:
         self._changed: dict[tuple[object, str], int] = {}
         """(log, model) -> its newest load line seen; (log, "") -> its newest crash line: a
         batch begun before either is not stuck, even once those lines are dropped."""
+        self.known_calls: dict[str, frozenset[str]] = {}
+        """Model -> its BLS callees as the last pass that could learn them did
+        (:meth:`learn`; ``Window.known_calls``)."""
 
     def add(self, source: str, events: Iterable[object]) -> None:
         """Events the collector has just stored (cheap: detection sorts them out later)."""
@@ -225,7 +230,19 @@ class LiveWindow:
             until_ns=now_ns,
             events=[event for _, event in rows],
             log_read=self.log_read,
+            known_calls=dict(self.known_calls),
         )
+
+    def learn(self, window: Window) -> None:
+        """Keep what a pass over ``window`` learned each model calls, for the passes after
+        its batches leave the evidence window (``Window.known_calls``). A model learned again
+        replaces what was known of it: a reload may change its calls."""
+        try:
+            learned = callees(instances_of(window))
+        except Exception:  # the detectors' own reading failed too, and was reported there
+            log.exception("learning the calls of this pass failed")
+            return
+        self.known_calls.update((model, frozenset(calls)) for model, calls in learned.items())
 
     def _evict(self, now_ns: int) -> None:
         horizon = now_ns - self.evidence_ns

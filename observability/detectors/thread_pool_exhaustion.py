@@ -44,7 +44,7 @@ from itertools import pairwise
 from statistics import median
 
 from observability import events as ev
-from observability.detectors.instances import Admitted, Execution, instances_of
+from observability.detectors.instances import Admitted, Execution, Instances, instances_of
 from observability.detectors.origins import STEP, origins_of
 from observability.detectors.waits import callees
 from observability.detectors.window import Window
@@ -270,6 +270,18 @@ def _together(batches: list[Execution]) -> bool:
     return max(starts) - min(starts) <= allowed and max(ends) - min(ends) <= allowed
 
 
+def _unseen_until(inst: Instances) -> dict[str, int]:
+    """Model -> until when one of its instances ran a batch begun before the window
+    (``Instances.unseen_until``); ``""`` for an instance never seen executing, whose model
+    the log does not name."""
+    owner = {i: m for m, names in inst.model_instances.items() for i in names}
+    out: dict[str, int] = {}
+    for name, at in inst.unseen_until.items():
+        model = owner.get(name, "")
+        out[model] = max(out.get(model, at), at)
+    return out
+
+
 def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) -> list[FanOut]:
     """``fan_outs`` for parents and children without request ids (module docstring)."""
     inst = instances_of(window)
@@ -284,8 +296,15 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
     kids: dict[tuple[int, ...], list[Admitted]] = defaultdict(list)
     span = _Spans(parents)
     origin = origins_of(window)
+    unseen = _unseen_until(inst)
+    anyone = unseen.get("", 0)
     for r in admitted:
         if r.request_id or r.model not in callers:
+            continue
+        if any(r.prepared_ns <= max(unseen.get(m, 0), anyone) for m in callers[r.model]):
+            # A batch of a caller begun before the window was running: it may have been the
+            # caller (cx_healthy in a sliding window: the other instance's calls were read
+            # as the one seen batch's, a fan-out held to 2 at once).
             continue
         if inst.instanceless and origin.get((r.prepared_ns, r.offset)) == STEP:
             continue  # an ensemble's step, sent by its scheduler (gen_postprocessing_leak)

@@ -356,8 +356,16 @@ for it to be that model's callee (a client-side chain)."""
 @per_window
 def callees(inst: Instances) -> dict[str, set[str]]:
     """Model -> the models it calls through BLS, learned from its completed batches (only for
-    models with at least ``_MIN_BATCHES_TO_LEARN`` of them). Learned once per ``Instances``:
-    five detectors ask, and each learning is a pass over every admitted request. Read-only."""
+    models with at least ``_MIN_BATCHES_TO_LEARN`` of them), or else as earlier passes of a
+    live watch learned them (``Instances.known_calls``). Learned once per ``Instances``: five
+    detectors ask, and each learning is a pass over every admitted request. Read-only."""
+    out = _learned(inst)
+    for model, calls in inst.known_calls.items():
+        out.setdefault(model, set(calls))
+    return out
+
+
+def _learned(inst: Instances) -> dict[str, set[str]]:
     admitted = sorted(
         (
             (r.prepared_ns, r.model, (r.prepared_ns, r.offset) in inst.steps, taken_ns)

@@ -45,6 +45,12 @@ class Window:
     """A log was read for this window (a bundle's ``triton.log``, the file ``watch`` tails),
     even where it holds no line of it: below ``--log-verbose 1`` a serving Triton writes
     nothing until something goes wrong, so its silence is a signal, not a missing one."""
+    known_calls: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Model -> the models it calls through BLS, as earlier passes of ``watch`` learned them
+    (``waits.callees``): kept for a model whose completed batches have left the evidence
+    window. A batch hung for longer than the window is otherwise a model of unknown calls,
+    free to claim every request queued since, a client's request to its own caller included,
+    and a hang read as a deadlock (doc_extract_hang with 20 s of evidence)."""
 
     # -- log ---------------------------------------------------------------------------
     @cached_property

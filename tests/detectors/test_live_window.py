@@ -354,10 +354,24 @@ def test_a_deadlock_stays_active_while_its_model_is_still_stuck(
     assert {("hung_request", model), ("bls_deadlock", model)} <= _active(tmp_path / "store.db")
 
 
-def test_a_hang_read_as_a_deadlock_for_one_pass_is_not_held(tmp_path: Path) -> None:
-    """doc_extract_hang: a hang, no cycle. When its healthy batches leave the 20 s window, one
-    pass reads a call from doc_extract to doc_router and calls it a deadlock; seen once, it is
-    not held by the batch that still runs (``HELD_AFTER_PASSES``)."""
+def test_a_hang_outliving_the_window_is_never_read_as_a_deadlock(tmp_path: Path) -> None:
+    """doc_extract_hang: a hang, no cycle. Once doc_extract's healthy batches leave the 20 s
+    window, its calls (none) cannot be learned from the window; the watch keeps what its
+    earlier passes learned (``LiveWindow.learn``), so the hung batch never claims the client
+    requests queued for doc_router, and no pass reads a deadlock."""
+    seen = _watched("doc_extract_hang", tmp_path / "store.db")
+    assert not [k for k in seen if k[0] == "bls_deadlock"]
+    assert ("hung_request", "doc_extract") in _active(tmp_path / "store.db")
+
+
+def test_a_hang_read_as_a_deadlock_for_one_pass_is_not_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch that has not learned doc_extract's calls (restarted once its healthy batches
+    were older than the window; here learning is switched off): one pass reads a call from
+    doc_extract to doc_router and calls it a deadlock. Seen once, it is not held by the batch
+    that still runs (``HELD_AFTER_PASSES``)."""
+    monkeypatch.setattr(LiveWindow, "learn", lambda _self, _window: None)
     seen = _watched("doc_extract_hang", tmp_path / "store.db")
     assert ("bls_deadlock", "doc_extract") in seen
     active = _active(tmp_path / "store.db")
