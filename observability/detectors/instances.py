@@ -37,7 +37,7 @@ from functools import cached_property
 from observability import events as ev
 from observability.detectors.crashes import SAME_CRASH_NS, crash_of
 from observability.detectors.origins import mostly_clients, origins_of
-from observability.detectors.target_down import gone_ns
+from observability.detectors.target_down import gone_ns, restarted_ns
 from observability.detectors.window import Window, per_window
 
 __all__ = ["Admitted", "Execution", "Instances", "build_instances", "instances_of"]
@@ -201,7 +201,7 @@ def instances_of(window: Window) -> Instances:
         ),
         {ev.RequestStateChange: _kept_state, ev.StubOutput: _crash},
     )
-    inst = build_instances(records, window.until_ns, gone_ns(window))
+    inst = build_instances(records, window.until_ns, gone_ns(window), restarted_ns(window))
     inst.known_calls = window.known_calls
     if not window.whole_seconds:  # there every line of a second is near a frontend line
         origin = origins_of(window)
@@ -236,10 +236,15 @@ def _first_steps(records: Iterable[object], ensembles: frozenset[str]) -> set[tu
 
 
 def build_instances(
-    records: Iterable[object], until_ns: int, gone_ns: int | None = None
+    records: Iterable[object],
+    until_ns: int,
+    gone_ns: int | None = None,
+    restarted_ns: int | None = None,
 ) -> Instances:
     """Instance lifecycles from log records in time order (pure). ``gone_ns``: the server
-    went away after this instant and did not come back (``target_down.gone_ns``)."""
+    went away after this instant and did not come back (``target_down.gone_ns``);
+    ``restarted_ns``: it went away then and a new process came back
+    (``target_down.restarted_ns``)."""
     executions: list[Execution] = []
     open_: dict[str, Execution] = {}
     model_instances: dict[str, set[str]] = {}
@@ -410,6 +415,14 @@ def build_instances(
         _die({n: open_.pop(n) for n in dying}, {}, crashed_ns)
         for queue in queues.values():
             alive = [a for a in queue if a.prepared_ns - crashed_ns >= SAME_CRASH_NS]
+            queue.clear()
+            queue.extend(alive)
+    if restarted_ns is not None:
+        # The old process's batches and queues died with it; the new one's came after.
+        old = [n for n, e in open_.items() if e.start_ns < restarted_ns]
+        _die({n: open_.pop(n) for n in old}, {}, restarted_ns)
+        for queue in queues.values():
+            alive = [a for a in queue if a.prepared_ns >= restarted_ns]
             queue.clear()
             queue.extend(alive)
     for name, model in ((i, m) for m, names in model_instances.items() for i in names):

@@ -238,6 +238,27 @@ def gone_ns(window: Window) -> int | None:
     return last
 
 
+def restarted_ns(window: Window) -> int | None:
+    """When the server last went away and came back as a new process (its counters started
+    again from zero, :func:`_restarted`): the first failed scrape of that outage. What the old
+    process had open died then, unlogged when it was killed (emb_server_restart: kill -9 and
+    a start 4 s later); its batches are not hangs, though the new process reloads the same
+    models under the same instance names. A model load logged while the scrapes fail tells it
+    sooner, and without counters: Triton loads its models before it opens its endpoints, so a
+    load it logs while they refuse is a new process starting."""
+    loads = [r.header.at_ns for r in window.logs(ev.ModelStateChange) if r.state == "loading"]
+    back = [
+        o
+        for o in outages(window.scrapes)
+        if o.failures >= TargetDown.min_consecutive
+        and (
+            any(o.first_ns < at < (o.recovered_ns or window.until_ns + 1) for at in loads)
+            or (o.recovered_ns is not None and _restarted(window, o.first_ns, o.recovered_ns))
+        )
+    ]
+    return max((o.first_ns for o in back), default=None)
+
+
 _COUNT = "nv_inference_count"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from observability.detectors import Window
 from observability.detectors.bls_deadlock import BlsDeadlockDetector
 from observability.detectors.callback_error import CallbackErrorDetector
@@ -12,7 +14,9 @@ from observability.detectors.ensemble_fanout import EnsembleFanoutDetector
 from observability.detectors.hung_request import HungRequestDetector
 from observability.detectors.shape_growth import ShapeGrowthDetector
 from observability.detectors.stub_unhealthy import StubUnhealthyDetector
+from observability.detectors.target_down import restarted_ns
 from observability.findings import Severity
+from tests.foreign.parsed import sliding_window
 
 
 def test_hung_router_request_names_the_detector_call_it_waits_on(faulty: Window) -> None:
@@ -135,3 +139,19 @@ def test_executions_that_became_slower_are_not_capacity_lost() -> None:
     assert capacity_drops(window("sw_pacing_leak"), set(), max_slower=1e9) != []
     (drop,) = capacity_drops(window("sw_pacing_hang"), set())
     assert drop.model == "sw_auction" and drop.rate_after < 0.6 * drop.rate_before
+
+
+@pytest.mark.parametrize("at_s", [17, 19, 21])
+def test_a_batch_open_when_triton_was_killed_and_restarted_is_no_hang(at_s: float) -> None:
+    """emb_server_restart: Triton killed (kill -9) and started again 4 s later. ``watch``,
+    17 s in: emb_encode_0_0's batch begun before the kill has no release line, and the new
+    process loads emb_encode under the same instance names. Its scrapes fail while it logs
+    those loads (21 s in: they answer again, its counters from zero): a new process, and the
+    old one's batches died with it. They read as a hang for 6 passes."""
+    window = sliding_window("emb_server_restart", at_s)
+    assert restarted_ns(window) is not None
+    assert HungRequestDetector().detect(window) == []
+
+
+def test_no_restart_is_read_where_triton_kept_running() -> None:
+    assert restarted_ns(sliding_window("emb_healthy", 20)) is None

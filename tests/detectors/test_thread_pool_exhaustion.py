@@ -7,16 +7,14 @@ from collections import Counter
 
 import pytest
 
-from observability.analyze import _time_of
 from observability.detectors import Window
-from observability.detectors.live import LiveWindow
 from observability.detectors.thread_pool_exhaustion import (
     ThreadPoolExhaustion,
     fan_outs,
     idless_fan_outs,
 )
 from observability.findings import Severity
-from tests.foreign.parsed import window
+from tests.foreign.parsed import sliding_window, window
 
 
 def test_fanout_parent_waits_for_executor_threads(faulty: Window) -> None:
@@ -62,28 +60,18 @@ def test_parents_running_together_share_their_calls() -> None:
         assert ThreadPoolExhaustion().detect(window(healthy)) == [], healthy
 
 
-def _sliding(name: str, at_s: float, evidence_s: float = 20) -> Window:
-    """What ``watch`` detects over ``at_s`` seconds into recording ``name``: the lines
-    written by then, through the tap, with ``evidence_s`` of evidence."""
-    whole = window(name)
-    at = whole.since_ns + int(at_s * 1e9)
-    live = LiveWindow(evidence_s=evidence_s, lookback_s=2)
-    live.add("triton.log", [e for e in whole.events if _time_of(e) <= at])
-    return live.window(at)
-
-
 @pytest.mark.parametrize("at_s", [28, 30])
 def test_a_batch_begun_before_a_sliding_window_does_not_lend_its_calls(at_s: float) -> None:
     """cx_healthy, 28 s in with 20 s of evidence: cx_gateway_0_1's batch began before the
     window (only its release is in it) while cx_gateway_0_0's was seen whole. Its calls were
     read as the seen batch's, 8 calls at most 2 at once: a 2-thread pool that is not there.
     No call is anyone's while a caller's batch the window does not hold ran."""
-    assert ThreadPoolExhaustion().detect(_sliding("cx_healthy", at_s)) == []
+    assert ThreadPoolExhaustion().detect(sliding_window("cx_healthy", at_s)) == []
 
 
 @pytest.mark.parametrize(
     ("name", "at_s"), [("pz_pool_exhausted", 30), ("rec_thread_pool_exhaustion", 20)]
 )
 def test_an_exhausted_pool_is_found_in_a_sliding_window(name: str, at_s: float) -> None:
-    found = ThreadPoolExhaustion().detect(_sliding(name, at_s))
+    found = ThreadPoolExhaustion().detect(sliding_window(name, at_s))
     assert [f.kind for f in found] == ["thread_pool_exhaustion"]

@@ -31,11 +31,13 @@ from observability.analyze import (
     ParsedBundle,
     _bounds,
     _event_range,
+    _time_of,
     analyze_events,
     parse_bundle,
 )
 from observability.bundle import open_bundle
 from observability.detectors import run_detectors
+from observability.detectors.live import LiveWindow
 from observability.detectors.registry import default_detectors
 from observability.detectors.window import Window
 from observability.findings import Finding
@@ -43,7 +45,7 @@ from observability.gcpause import gc_paused
 from tests.fixtures.recordings import REPO, ingest_fingerprint
 from tests.judged import judged, keep
 
-__all__ = ["analysis", "log_findings", "log_window", "parsed"]
+__all__ = ["analysis", "log_findings", "log_window", "parsed", "sliding_window"]
 
 FIXTURES = REPO / "tests" / "fixtures" / "foreign"
 
@@ -143,6 +145,17 @@ def window(name: str) -> Window:
     assert since is not None and until is not None, name
     offset = p.meta.epoch_minus_monotonic_ns
     return Window(since, until, events=p.events, clock_offset_ns=offset, log_read=p.log_read)
+
+
+def sliding_window(name: str, at_s: float, evidence_s: float = 20) -> Window:
+    """What ``watch`` detects over ``at_s`` seconds into scenario ``name``'s recording: the
+    events written by then through the tap (``LiveWindow``), with ``evidence_s`` of evidence
+    and a 2 s lookback."""
+    whole = window(name)
+    at = whole.since_ns + int(at_s * 1e9)
+    live = LiveWindow(evidence_s=evidence_s, lookback_s=2)
+    live.add("triton.log", [e for e in whole.events if _time_of(e) <= at])
+    return live.window(at)
 
 
 def log_window(name: str) -> Window:
