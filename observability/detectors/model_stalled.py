@@ -327,7 +327,7 @@ def _compute_ns(s: ev.ModelStats) -> int:
     return s.compute_input_ns + s.compute_infer_ns + s.compute_output_ns
 
 
-def _blind(window: Window, model: str) -> str:
+def _blind(window: Window, model: str, since_ns: int) -> str:
     """Why the metrics speak alone: no verbose log, or one that began after the stall did
     (cap_doc_layout_hang_late: requests logged, none executing, the stuck batch's lines
     written before the log's copy began), or a model whose batches never started though its
@@ -340,6 +340,16 @@ def _blind(window: Window, model: str) -> str:
             "The verbose log runs from its load and no batch of it ever started: its requests "
             "wait for something other than its instances (a rate limiter's resource, a "
             "sequence slot, a higher priority's requests)."
+        )
+    first = window.first_log_ns
+    if window.logs(ev.RequestPrepared) and first is not None and first < since_ns:
+        # ``watch``'s window: the log runs from before the stall, its evidence does not
+        # reach the model's last batch (rl_resource_deadlock 36 s in, 20 s of evidence).
+        return (
+            "The verbose log runs from before the stall and has no batch of it: none started "
+            "since (its requests wait for something other than its instances: a rate "
+            "limiter's resource, a sequence slot, a higher priority's requests), or the one "
+            "that holds it began before this window (watch --evidence)."
         )
     if window.logs(ev.RequestPrepared):
         return (
@@ -441,8 +451,10 @@ class ModelStalled:
             (s for s in window.model_stats if s.model == stall.model), key=lambda s: s.at_ns
         )
         last_inference_ns = max((s.last_inference_ms for s in stats), default=0) * 1_000_000
+        began = stall.since_ns
         if 0 < last_inference_ns <= stall.last_ns:
             idle = f"nothing has finished executing since {_clock(last_inference_ns)} UTC"
+            began = min(began, last_inference_ns)
         else:
             idle = f"nothing has executed since {_clock(stall.since_ns)} UTC"
         if stall.ended_ns is not None:
@@ -451,7 +463,7 @@ class ModelStalled:
         summary = (
             f"{stall.model} is stalled: {queued} queued and {idle} — {stall.seconds:.1f} s "
             f"of queued work with no execution, past its {deadline:.3g} s deadline ({why}). "
-            + _blind(window, stall.model)
+            + _blind(window, stall.model, began)
         )
         evidence = [
             Evidence(

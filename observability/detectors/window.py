@@ -106,6 +106,11 @@ class Window:
         """When the log's last headed line was written (None: no such line)."""
         return max(self._header_times, default=None)
 
+    @property
+    def first_log_ns(self) -> int | None:
+        """When the window's first headed log line was written (None: no such line)."""
+        return min(self._header_times, default=None)
+
     @cached_property
     def whole_seconds(self) -> bool:
         """Whether the log's times are whole seconds (``--log-format ISO8601``): a batch

@@ -35,7 +35,7 @@ from observability.lab import demo_repository
 from observability.load.client import TritonClient
 from observability.store import Store
 from observability.watch import WatchConfig, Watcher
-from tests.foreign.parsed import analysis
+from tests.foreign.parsed import analysis, sliding_window
 
 S = 1_000_000_000
 T0 = 1_790_000_000 * S
@@ -525,4 +525,17 @@ def test_a_model_that_never_ran_since_its_load_is_not_called_late_logged() -> No
         if f.kind == "model_stalled" and f.model == "rl_score"
     ]
     assert "runs from its load and no batch of it ever started" in found.summary
+    assert "begins after the stall did" not in found.summary
+
+
+def test_a_watch_window_past_the_models_last_batch_does_not_say_the_log_began_late() -> None:
+    """rl_resource_deadlock, ``watch`` 36 s in with 20 s of evidence: rl_score's batches and
+    its load have left the window, the log has not (the rate limiter's pool line, its
+    requests). The finding said the log began after the stall did."""
+    (found,) = [
+        f
+        for f in ModelStalled().detect(sliding_window("rl_resource_deadlock", 36))
+        if f.model == "rl_score"
+    ]
+    assert "runs from before the stall and has no batch of it" in found.summary
     assert "begins after the stall did" not in found.summary
