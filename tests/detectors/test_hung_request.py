@@ -154,4 +154,4 @@ def test_a_batch_open_when_triton_was_killed_and_restarted_is_no_hang(at_s: floa
 
 
 def test_no_restart_is_read_where_triton_kept_running() -> None:
-    assert restarted_ns(sliding_window("emb_healthy", 20)) is None
+    assert restarted_ns(sliding_window("rec_healthy_quiet", 20)) is None

@@ -70,7 +70,7 @@ def test_a_batch_begun_before_a_sliding_window_does_not_lend_its_calls(at_s: flo
 
 
 @pytest.mark.parametrize(
-    ("name", "at_s"), [("pz_pool_exhausted", 30), ("rec_thread_pool_exhaustion", 20)]
+    ("name", "at_s"), [("pz_pool_exhausted_one_client", 30), ("asr_router_pool_exhaustion", 20)]
 )
 def test_an_exhausted_pool_is_found_in_a_sliding_window(name: str, at_s: float) -> None:
     found = ThreadPoolExhaustion().detect(sliding_window(name, at_s))
