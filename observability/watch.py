@@ -41,10 +41,11 @@ seen for as long as its queued calls stay in the window, a pass every two second
 def still_held(finding: Finding, work: list[ModelWork], now_ns: int) -> bool:
     """A deadlock not seen this pass whose holding batch still runs: it lasts.
 
-    A deadlock is read from its queued calls and the calls learned from healthy batches,
-    which leave the evidence window while the deadlock lasts for good: every deadlock of the
-    corpus fed through the live window with 20 s of evidence read as a plain hang at its
-    end, and ``watch`` resolved it ``lookback_s`` later. It ends only when the batch holding
+    A deadlock is read from its queued calls, which leave the evidence window while the
+    deadlock lasts for good (what its models call is remembered, ``LiveWindow.learn``; the
+    queued requests are not): every deadlock of the corpus fed through the live window with
+    20 s of evidence read as a plain hang at its end, and ``watch`` resolved it
+    ``lookback_s`` later. It ends only when the batch holding
     its model's instance (``Finding.instance``) does: while that instance still runs a batch
     begun before the deadlock was first seen, the deadlock is still there."""
     if finding.kind != "bls_deadlock" or not finding.instance:
