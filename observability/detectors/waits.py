@@ -533,9 +533,14 @@ def _waits_on_progress(
 ) -> bool:
     """Whether a batch waits on a call that still moves (see the module docstring): queued
     for a model whose instances moved within its deadline or are busy within theirs, or held
-    by a batch still within its own (a cold start's is the ceiling)."""
-    for call in calls.get(id(e), ()):
-        if call.owner is not None and call.owner is not e:
+    by a batch still within its own (a cold start's is the ceiling). A batch none of whose
+    possible calls is likeliest its own waits on them all: two parents that called one model
+    one after the other both started before either call, and the newer took both
+    (doc_extract_cold_start: the older waited on the cold start's batch and read as hung)."""
+    own = calls.get(id(e), ())
+    mine = any(call.owner is None or call.owner is e for call in own)
+    for call in own:
+        if mine and call.owner is not None and call.owner is not e:
             continue  # a newer open batch of a calling model is likelier to have sent it
         held = call.held_by
         if held is not None:

@@ -155,3 +155,15 @@ def test_a_batch_open_when_triton_was_killed_and_restarted_is_no_hang(at_s: floa
 
 def test_no_restart_is_read_where_triton_kept_running() -> None:
     assert restarted_ns(sliding_window("rec_healthy_quiet", 20)) is None
+
+
+@pytest.mark.parametrize("at_s", [10, 11])
+def test_a_parent_waiting_on_a_cold_start_is_not_hung_when_a_newer_parent_also_called(
+    at_s: float,
+) -> None:
+    """doc_extract_cold_start, ``watch`` 10 s in: doc_extract was reloaded and its first
+    batch takes 4 s. Both doc_router instances wait on a call to it, the older's executing
+    (the cold start), the newer's queued behind. Both calls came after both parents started,
+    so the newer was each call's likeliest sender, and the older, waiting on no call of its
+    own, read as hung. A batch none of whose calls is likeliest its own waits on them all."""
+    assert HungRequestDetector().detect(sliding_window("doc_extract_cold_start", at_s)) == []
