@@ -45,9 +45,9 @@ def still_held(finding: Finding, work: list[ModelWork], now_ns: int) -> bool:
     deadlock lasts for good (what its models call is remembered, ``LiveWindow.learn``; the
     queued requests are not): every deadlock of the corpus fed through the live window with
     20 s of evidence read as a plain hang at its end, and ``watch`` resolved it
-    ``lookback_s`` later. It ends only when the batch holding
-    its model's instance (``Finding.instance``) does: while that instance still runs a batch
-    begun before the deadlock was first seen, the deadlock is still there."""
+    ``lookback_s`` later. It ends only when the batch holding its model's instance
+    (``Finding.instance``) does: while that instance still runs a batch begun before the
+    deadlock was first seen, the deadlock is still there."""
     if finding.kind != "bls_deadlock" or not finding.instance:
         return False
     return any(

@@ -411,20 +411,10 @@ def build_instances(
     if crashed_ns is not None:
         # The dying server's other threads log on for a moment after the signal: what they
         # started and admitted then died with it (a later restart's work does not).
-        dying = [n for n, e in open_.items() if e.start_ns - crashed_ns < SAME_CRASH_NS]
-        _die({n: open_.pop(n) for n in dying}, {}, crashed_ns)
-        for queue in queues.values():
-            alive = [a for a in queue if a.prepared_ns - crashed_ns >= SAME_CRASH_NS]
-            queue.clear()
-            queue.extend(alive)
+        _process_ended(open_, queues, crashed_ns, crashed_ns + SAME_CRASH_NS)
     if restarted_ns is not None:
         # The old process's batches and queues died with it; the new one's came after.
-        old = [n for n, e in open_.items() if e.start_ns < restarted_ns]
-        _die({n: open_.pop(n) for n in old}, {}, restarted_ns)
-        for queue in queues.values():
-            alive = [a for a in queue if a.prepared_ns >= restarted_ns]
-            queue.clear()
-            queue.extend(alive)
+        _process_ended(open_, queues, restarted_ns, restarted_ns)
     for name, model in ((i, m) for m, names in model_instances.items() for i in names):
         idle = idle_from.get(name)
         if name not in open_ and idle is not None and until_ns - idle > _IDLE_SLACK_NS:
@@ -539,6 +529,18 @@ def _served_unqueued(
             continue  # a cache hit: not one still before its PENDING line
         return admitted if at - admitted.prepared_ns <= _SERVED_UNQUEUED_NS else None
     return None
+
+
+def _process_ended(
+    open_: dict[str, Execution], queues: dict[str, deque[Admitted]], at_ns: int, before_ns: int
+) -> None:
+    """A server process ended at ``at_ns``: the open batches begun and the queued requests
+    admitted before ``before_ns`` were its own, and died with it."""
+    _die({n: open_.pop(n) for n, e in list(open_.items()) if e.start_ns < before_ns}, {}, at_ns)
+    for queue in queues.values():
+        alive = [a for a in queue if a.prepared_ns >= before_ns]
+        queue.clear()
+        queue.extend(alive)
 
 
 def _die(open_: dict[str, Execution], shadowed: dict[str, list[Execution]], at_ns: int) -> None:

@@ -341,17 +341,17 @@ def _blind(window: Window, model: str, since_ns: int) -> str:
             "wait for something other than its instances (a rate limiter's resource, a "
             "sequence slot, a higher priority's requests)."
         )
-    first = window.first_log_ns
-    if window.logs(ev.RequestPrepared) and first is not None and first < since_ns:
-        # ``watch``'s window: the log runs from before the stall, its evidence does not
-        # reach the model's last batch (rl_resource_deadlock 36 s in, 20 s of evidence).
-        return (
-            "The verbose log runs from before the stall and has no batch of it: none started "
-            "since (its requests wait for something other than its instances: a rate "
-            "limiter's resource, a sequence slot, a higher priority's requests), or the one "
-            "that holds it began before this window (watch --evidence)."
-        )
     if window.logs(ev.RequestPrepared):
+        first = window.first_log_ns
+        if first is not None and first < since_ns:
+            # ``watch``'s window: the log runs from before the stall, its evidence does not
+            # reach the model's last batch (rl_resource_deadlock 36 s in, 20 s of evidence).
+            return (
+                "The verbose log runs from before the stall and has no batch of it: none "
+                "started since (its requests wait for something other than its instances: a "
+                "rate limiter's resource, a sequence slot, a higher priority's requests), or "
+                "the one that holds it began before this window (watch --evidence)."
+            )
         return (
             "The verbose log here begins after the stall did (no line of the batch that holds "
             "the model is in it): a copy of the log from the server's start would name the "

@@ -345,10 +345,10 @@ def _active(store: Path) -> set[tuple[str, str]]:
 def test_a_deadlock_stays_active_while_its_model_is_still_stuck(
     name: str, model: str, tmp_path: Path
 ) -> None:
-    """The deadlock is read from its queued calls and the calls learned from healthy
-    batches, which leave the window while the deadlock lasts: at the recording's end it is no
-    longer seen, and with a 2 s lookback it resolved, while the batch holding the model's
-    instance never ended (``hung_request``). It stays active while that batch runs."""
+    """The deadlock is read from its queued calls, which leave the window while the deadlock
+    lasts: at the recording's end it is no longer seen, and with a 2 s lookback it resolved,
+    while the batch holding the model's instance never ended (``hung_request``). It stays
+    active while that batch runs."""
     seen = _watched(name, tmp_path / "store.db")
     assert ("bls_deadlock", model) in seen
     assert {("hung_request", model), ("bls_deadlock", model)} <= _active(tmp_path / "store.db")
