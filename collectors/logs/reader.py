@@ -11,18 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import date
 from itertools import chain, islice
+from typing import Any
 
 from collectors.logs.framing import DECIDE_LINES, Framing, decide, remap, unframe
-from collectors.logs.parser import Event, ParseStats, parse_lines
+from collectors.logs.parser import _RUN, Event, ParseStats, parse_lines, parse_runs
 
-__all__ = ["parse_log"]
+__all__ = ["parse_log", "parse_log_runs"]
 
 _CHUNK = 20_000
 """Physical lines unwrapped at a time: a whole file is never held in memory."""
 
 
-def parse_log(
-    lines: Iterable[bytes],
+def parse_log(lines: Iterable[bytes], **kwargs: Any) -> Iterator[Event]:
+    """``parse_lines`` for a log in any frame; the keywords are :func:`parse_log_runs`'s."""
+    it = iter(lines)
+    for run in parse_log_runs(iter(lambda: list(islice(it, _RUN)), []), **kwargs):
+        yield from run
+
+
+def parse_log_runs(
+    runs: Iterable[list[bytes]],
     *,
     framing: Framing,
     year: int,
@@ -32,25 +40,30 @@ def parse_log(
     stats: ParseStats | None = None,
     start_ns: int = 0,
     today: date | None = None,
-) -> Iterator[Event]:
-    """``parse_lines`` for a log in any frame; ``framing`` is the file's, kept by the caller
-    across calls like ``stats``. ``today`` dates headers that carry no date when no prefix
-    does (the capture's start, or the wall clock for a live file)."""
+) -> Iterator[list[Event]]:
+    """``parse_runs`` for a log in any frame, its records a list per run of lines;
+    ``framing`` is the file's, kept by the caller across calls like ``stats``. ``today``
+    dates headers that carry no date when no prefix does (the capture's start, or the wall
+    clock for a live file)."""
     stats = stats if stats is not None else ParseStats()
-    it = iter(lines)
-    head: list[bytes] = []
+    runs_it = iter(runs)
+    head: list[list[bytes]] = []
     if not framing.detected:
-        for line in islice(it, DECIDE_LINES):
-            head.append(line)
-            decide(line, framing)
-            if framing.detected:
+        seen = 0
+        for run in runs_it:
+            head.append(run)
+            for line in run[: DECIDE_LINES - seen]:
+                decide(line, framing)
+                if framing.detected:
+                    break
+            seen += len(run)
+            if framing.detected or seen >= DECIDE_LINES:
                 break
     if framing.date is None and today is not None:
         framing.date = (today.year, today.month, today.day)
-    body = chain(head, it)
     if not framing.detected or framing.plain:
-        yield from parse_lines(
-            body,
+        yield from parse_runs(
+            chain(head, runs_it),
             year=year,
             utc_offset_s=utc_offset_s,
             offset=offset,
@@ -59,6 +72,7 @@ def parse_log(
             start_ns=start_ns,
         )
         return
+    body = chain.from_iterable(chain(head, runs_it))
     off = offset
     while True:
         chunk = list(islice(body, _CHUNK))
@@ -75,7 +89,7 @@ def parse_log(
             stats=stats,
             start_ns=stats.last_at_ns or start_ns,
         )
-        yield from remap(records, unframed)  # type: ignore[misc]
+        yield list(remap(records, unframed))  # type: ignore[arg-type]
         off += sum(len(line) for line in chunk)
         stats.resume_offset = off
         if last:

@@ -17,13 +17,12 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
-from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, TypeVar, cast
 
 from collectors.logs.framing import Framing
 from collectors.logs.parser import ParseStats
-from collectors.logs.reader import parse_log
+from collectors.logs.reader import parse_log_runs
 from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
 from collectors.traces.parser import parse_trace_file_lenient
@@ -84,6 +83,11 @@ class _LogLines:
         """``(offset, length)`` of each over-long line."""
 
     def run(self) -> Iterator[bytes]:
+        for lines in self.runs():
+            yield from lines
+
+    def runs(self) -> Iterator[list[bytes]]:
+        """:meth:`run`'s lines, a list per read (no generator step a line)."""
         limit = self._limit
         while True:
             buf = self._buf
@@ -96,17 +100,18 @@ class _LogLines:
                     if b"\r" not in whole
                     else [line + b"\n" for line in whole[:-1].split(b"\n")]
                 )
-                if max(map(len, lines)) <= limit:
+                if end <= limit or max(map(len, lines)) <= limit:
                     self._buf = buf[end:]
                     self.offset += end
-                    yield from lines
+                    yield lines
                     continue
                 for n, line in enumerate(lines):
                     if len(line) > limit:
                         cut = sum(map(len, lines[:n]))
                         self._buf = buf[cut:]
                         self.offset += cut
-                        yield from lines[:n]
+                        if n:
+                            yield lines[:n]
                         self._skip_line()
                         return
             if len(buf) >= limit:  # a line begun that no newline ends within the limit
@@ -117,7 +122,7 @@ class _LogLines:
                 if buf:
                     self._buf = b""
                     self.offset += len(buf)
-                    yield buf
+                    yield [buf]
                 self.eof = True
                 return
             self._buf = buf + more
@@ -137,10 +142,19 @@ class _LogLines:
         self.skipped.append((start, length))
 
 
-def _batches(items: Iterable[_T], size: int = _BATCH) -> Iterator[list[_T]]:
-    it = iter(items)
-    while batch := list(islice(it, size)):
-        yield batch
+def _rebatched(runs: Iterable[list[_T]], size: int = _BATCH) -> Iterator[list[_T]]:
+    """The items of ``runs`` (lists of any length) in lists of ``size``, the last shorter
+    (a log's batch is one store block)."""
+    held: list[_T] = []
+    for run in runs:
+        held += run
+        if len(held) >= size:
+            cut = len(held) - len(held) % size
+            for i in range(0, cut, size):
+                yield held[i : i + size]
+            held = held[cut:]
+    if held:
+        yield held
 
 
 def _problem(err: BaseException) -> str:
@@ -288,8 +302,8 @@ def _log_events(
         lines = _LogLines(fh, meta.log_start_offset, bundle.limits.log_line_bytes)
         try:
             while not lines.eof:
-                records = parse_log(
-                    lines.run(),
+                runs = parse_log_runs(
+                    lines.runs(),
                     framing=framing,
                     today=meta.date or date.today(),
                     year=meta.year,
@@ -297,7 +311,7 @@ def _log_events(
                     offset=lines.offset,
                     stats=stats,
                 )
-                for batch in _batches(records):
+                for batch in _rebatched(runs):
                     yield "log", source, cast(list[object], batch)
         except OSError as err:
             notes.append(f"triton.log: reading stopped at byte {lines.offset}: {err}")

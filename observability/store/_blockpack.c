@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -237,6 +238,104 @@ done:
     return rc;
 }
 
+/* "[6,[uniques],[index,...]]" of a column of str and None with at most half as many
+ * distinct values as values (blocks._pack). 1: written; 0: not this path's; 2: too many
+ * distinct values (the plain form then); -1: an error. */
+static int
+pack_text(Buf *b, PyObject *const *items, Py_ssize_t n)
+{
+    PyObject *index = PyDict_New(), *uniques = PyList_New(0);
+    Py_ssize_t *at = PyMem_Malloc((size_t)n * sizeof(Py_ssize_t));
+    int rc = -1;
+    if (index == NULL || uniques == NULL || at == NULL) {
+        if (at == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i && items[i] == items[i - 1]) { /* the same object again: most repeats */
+            at[i] = at[i - 1];
+            continue;
+        }
+        PyObject *known = PyDict_GetItemWithError(index, items[i]);
+        if (known != NULL) {
+            at[i] = PyLong_AsSsize_t(known);
+            continue;
+        }
+        if (PyErr_Occurred())
+            goto done;
+        Py_ssize_t k = PyList_GET_SIZE(uniques);
+        if (2 * (k + 1) > n) {
+            rc = 2;
+            goto done;
+        }
+        PyObject *num = PyLong_FromSsize_t(k);
+        if (num == NULL || PyDict_SetItem(index, items[i], num) < 0 ||
+            PyList_Append(uniques, items[i]) < 0) {
+            Py_XDECREF(num);
+            goto done;
+        }
+        Py_DECREF(num);
+        at[i] = k;
+    }
+    if (buf_put(b, "[6,[", 4) < 0)
+        goto done;
+    rc = 1;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(uniques) && rc == 1; k++) {
+        if (k && buf_put(b, ",", 1) < 0) {
+            rc = -1;
+            break;
+        }
+        rc = buf_scalar(b, PyList_GET_ITEM(uniques, k));
+    }
+    if (rc != 1)
+        goto done;
+    rc = -1;
+    if (buf_put(b, "],[", 3) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((i && buf_put(b, ",", 1) < 0) || buf_int(b, (long long)at[i]) < 0)
+            goto done;
+    if (buf_put(b, "]]", 2) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(index);
+    Py_XDECREF(uniques);
+    PyMem_Free(at);
+    return rc;
+}
+
+/* The packed JSON of n values into b. 1: written; 0: not this path's; -1: an error. */
+static int
+pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
+{
+    int all_int = n > 0;
+    for (Py_ssize_t i = 0; i < n && all_int; i++)
+        all_int = PyLong_CheckExact(items[i]);
+    if (all_int)
+        return pack_ints(b, items, n);
+    int all_text = n > 1;
+    for (Py_ssize_t i = 0; i < n && all_text; i++)
+        all_text = items[i] == Py_None || PyUnicode_CheckExact(items[i]);
+    if (all_text) {
+        Py_ssize_t start = b->len;
+        int rc = pack_text(b, items, n);
+        if (rc != 2)
+            return rc;
+        b->len = start;
+    }
+    int rc = buf_put(b, "[0,[", 4) < 0 ? -1 : 1;
+    for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
+        if (i && buf_put(b, ",", 1) < 0)
+            return -1;
+        rc = buf_scalar(b, items[i]);
+    }
+    if (rc == 1 && buf_put(b, "]]", 2) < 0)
+        rc = -1;
+    return rc;
+}
+
 static PyObject *
 pack(PyObject *self, PyObject *column)
 {
@@ -248,25 +347,7 @@ pack(PyObject *self, PyObject *column)
     Py_ssize_t n = PyList_GET_SIZE(column);
     PyObject *const *items = (PyObject *const *)PySequence_Fast_ITEMS(column);
     Buf b = {NULL, 0, 0};
-    int rc;
-    int all_int = n > 0;
-    for (Py_ssize_t i = 0; i < n && all_int; i++)
-        all_int = PyLong_CheckExact(items[i]);
-    if (all_int) {
-        rc = pack_ints(&b, items, n);
-    }
-    else {
-        rc = buf_put(&b, "[0,[", 4) < 0 ? -1 : 1;
-        for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
-            if (i && buf_put(&b, ",", 1) < 0) {
-                rc = -1;
-                break;
-            }
-            rc = buf_scalar(&b, items[i]);
-        }
-        if (rc == 1 && buf_put(&b, "]]", 2) < 0)
-            rc = -1;
-    }
+    int rc = pack_into(&b, items, n);
     PyObject *out = NULL;
     if (rc == 1)
         out = PyBytes_FromStringAndSize(b.data, b.len);
@@ -276,10 +357,425 @@ pack(PyObject *self, PyObject *column)
     return out;
 }
 
+/* "[3,k,[column...]]" or "[2,lengths,items]" of a column of tuples or lists of exact ints
+ * (an output's shape), as blocks._pack writes the lists _plain makes of them. 1: written;
+ * 0: not this path's (another value, an int past 64 bits); -1: an error. */
+static int
+pack_int_lists(Buf *b, PyObject *const *items, Py_ssize_t n)
+{
+    Py_ssize_t total = 0, k = -1;
+    int same = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (!PyTuple_CheckExact(v) && !PyList_CheckExact(v))
+            return 0;
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(v);
+        PyObject **xs = PySequence_Fast_ITEMS(v);
+        for (Py_ssize_t j = 0; j < m; j++)
+            if (!PyLong_CheckExact(xs[j]))
+                return 0;
+        if (k < 0)
+            k = m;
+        same &= m == k;
+        total += m;
+    }
+    if (n == 0)
+        return 0;
+    Py_ssize_t width = same && k > 0 ? n : (total > n ? total : n);
+    PyObject **col = PyMem_Malloc((size_t)(width ? width : 1) * sizeof(PyObject *));
+    if (col == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    if (same && k > 0) {
+        if (buf_put(b, "[3,", 3) < 0 || buf_int(b, (long long)k) < 0 || buf_put(b, ",[", 2) < 0)
+            goto done;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                col[i] = PySequence_Fast_ITEMS(items[i])[j];
+            if (j && buf_put(b, ",", 1) < 0)
+                goto done;
+            rc = pack_ints(b, col, n);
+            if (rc != 1)
+                goto done;
+            rc = -1;
+        }
+        if (buf_put(b, "]]", 2) < 0)
+            goto done;
+        rc = 1;
+        goto done;
+    }
+    PyObject **lengths = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+    if (lengths == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t made = 0, at = 0;
+    for (; made < n; made++) {
+        PyObject *v = items[made];
+        lengths[made] = PyLong_FromSsize_t(PySequence_Fast_GET_SIZE(v));
+        if (lengths[made] == NULL)
+            break;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(v); j++)
+            col[at++] = PySequence_Fast_ITEMS(v)[j];
+    }
+    if (made == n && buf_put(b, "[2,", 3) == 0) {
+        rc = pack_ints(b, lengths, n);
+        if (rc == 1) {
+            rc = -1;
+            if (buf_put(b, ",", 1) == 0) {
+                rc = total ? pack_ints(b, col, total) : (buf_put(b, "[0,[]]", 6) < 0 ? -1 : 1);
+                if (rc == 1 && buf_put(b, "]", 1) < 0)
+                    rc = -1;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < made; i++)
+        Py_DECREF(lengths[i]);
+    PyMem_Free(lengths);
+done:
+    PyMem_Free(col);
+    return rc;
+}
+
+/* Where a slotted record keeps one field: the member's offset in its instances, looked up
+ * once per column and step of the path (every record of a column has one type, and so has
+ * each of its headers). Reading a slot directly instead of through getattr was a third of
+ * a column's time. 0: read it by getattr. */
+#define PATH_MAX_STEPS 4
+
+typedef struct {
+    PyTypeObject *type[PATH_MAX_STEPS];
+    Py_ssize_t offset[PATH_MAX_STEPS];
+} SlotCache;
+
+static Py_ssize_t
+slot_of(PyTypeObject *type, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup(type, name); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return 0;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) ? m->offset : 0;
+}
+
+/* One record's value at a path of attribute names (a new reference), or NULL. */
+static PyObject *
+value_at(PyObject *record, PyObject *names, SlotCache *cache)
+{
+    Py_ssize_t k = PyTuple_GET_SIZE(names);
+    PyObject *v = Py_NewRef(record);
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *next = NULL;
+        if (j < PATH_MAX_STEPS) {
+            if (cache->type[j] != Py_TYPE(v)) {
+                cache->type[j] = Py_TYPE(v);
+                cache->offset[j] = slot_of(Py_TYPE(v), PyTuple_GET_ITEM(names, j));
+            }
+            if (cache->offset[j]) {
+                next = *(PyObject **)((char *)v + cache->offset[j]);
+                Py_XINCREF(next);
+            }
+        }
+        if (next == NULL) /* no slot, or one not set: getattr says which */
+            next = PyObject_GetAttr(v, PyTuple_GET_ITEM(names, j));
+        Py_DECREF(v);
+        if (next == NULL)
+            return NULL;
+        v = next;
+    }
+    return v;
+}
+
+/* One column of records: its values at ``names``, each through ``table`` when it is a dict
+ * (an enum's members to their values). A list of the values as they are where the table
+ * lacks one (or cannot hash it) or where the column is not ``pack``'s: Python's then. */
+static PyObject *
+one_column(PyObject *const *records, Py_ssize_t n, PyObject *names, PyObject *table)
+{
+    PyObject *values = PyList_New(n);
+    if (values == NULL)
+        return NULL;
+    int mapped = PyDict_CheckExact(table);
+    SlotCache cache = {{NULL}, {0}};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = value_at(records[i], names, &cache);
+        if (v == NULL) {
+            Py_DECREF(values);
+            return NULL;
+        }
+        PyList_SET_ITEM(values, i, v);
+    }
+    if (Py_IsFalse(table)) {
+        /* a column of shapes is written here; other lists and records, Python makes plain */
+        Buf b = {NULL, 0, 0};
+        int rc = pack_int_lists(&b, (PyObject *const *)PySequence_Fast_ITEMS(values), n);
+        PyObject *out = NULL;
+        if (rc == 1)
+            out = PyBytes_FromStringAndSize(b.data, b.len);
+        else if (rc == 0)
+            out = Py_NewRef(values);
+        PyMem_Free(b.data);
+        Py_DECREF(values);
+        return out;
+    }
+    if (mapped) {
+        PyObject *plain = PyList_New(n);
+        if (plain == NULL) {
+            Py_DECREF(values);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = PyDict_GetItemWithError(table, PyList_GET_ITEM(values, i));
+            if (v == NULL) {
+                Py_DECREF(plain);
+                if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_TypeError)) {
+                    Py_DECREF(values);
+                    return NULL;
+                }
+                PyErr_Clear();
+                return values;
+            }
+            PyList_SET_ITEM(plain, i, Py_NewRef(v));
+        }
+        Py_SETREF(values, plain);
+    }
+    Buf b = {NULL, 0, 0};
+    int rc = pack_into(&b, (PyObject *const *)PySequence_Fast_ITEMS(values), n);
+    PyObject *out = NULL;
+    if (rc == 1)
+        out = PyBytes_FromStringAndSize(b.data, b.len);
+    else if (rc == 0)
+        out = Py_NewRef(values); /* Python's plain() leaves plain values as they are */
+    PyMem_Free(b.data);
+    Py_DECREF(values);
+    return out;
+}
+
+static PyObject *
+columns(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *records, *specs;
+    if (!PyArg_ParseTuple(args, "O!O!:columns", &PyList_Type, &records, &PyTuple_Type, &specs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(records), m = PyTuple_GET_SIZE(specs);
+    PyObject *const *items = (PyObject *const *)PySequence_Fast_ITEMS(records);
+    PyObject *out = PyList_New(m);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t c = 0; c < m; c++) {
+        PyObject *spec = PyTuple_GET_ITEM(specs, c);
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 2 ||
+            !PyTuple_CheckExact(PyTuple_GET_ITEM(spec, 0))) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "a column spec is (names: tuple, table)");
+            return NULL;
+        }
+        PyObject *col = one_column(items, n, PyTuple_GET_ITEM(spec, 0), PyTuple_GET_ITEM(spec, 1));
+        if (col == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, c, col);
+    }
+    return out;
+}
+
+/* Whether a record type carries its time and offset in a ``header`` (a log line's
+ * LogRecord) or as its own fields (a stub's bare print): looked up once per type. */
+#define RUN_TYPES 32
+
+typedef struct {
+    PyTypeObject *type[RUN_TYPES];
+    int header[RUN_TYPES];
+    int n;
+} TypeCache;
+
+static int
+has_header(TypeCache *cache, PyTypeObject *type, PyObject *name)
+{
+    for (int i = 0; i < cache->n; i++)
+        if (cache->type[i] == type)
+            return cache->header[i];
+    int has = PyObject_HasAttr((PyObject *)type, name);
+    if (cache->n < RUN_TYPES) {
+        cache->type[cache->n] = type;
+        cache->header[cache->n] = has;
+        cache->n++;
+    }
+    return has;
+}
+
+/* An exact int that fits 64 bits, into *out; 0 for anything else. */
+static int
+as_i64(PyObject *v, long long *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow;
+}
+
+static PyObject *
+log_run(PyObject *self, PyObject *events)
+{
+    (void)self;
+    if (!PyList_CheckExact(events)) {
+        PyErr_SetString(PyExc_TypeError, "log_run() takes a list");
+        return NULL;
+    }
+    static PyObject *s_header, *s_at_ns, *s_offset;
+    if (s_header == NULL) {
+        s_header = PyUnicode_InternFromString("header");
+        s_at_ns = PyUnicode_InternFromString("at_ns");
+        s_offset = PyUnicode_InternFromString("offset");
+        if (s_header == NULL || s_at_ns == NULL || s_offset == NULL)
+            return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    if (n == 0)
+        Py_RETURN_NONE;
+    PyObject *times = PyList_New(n);
+    if (times == NULL)
+        return NULL;
+    TypeCache cache = {.n = 0};
+    long long first = 0, last = 0;
+    Py_ssize_t same_from = 0; /* where the records at offset ``last`` begin */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(events, i);
+        PyObject *holder = e;
+        int header = has_header(&cache, Py_TYPE(e), s_header);
+        if (header) {
+            holder = PyObject_GetAttr(e, s_header);
+            if (holder == NULL)
+                goto fail;
+        }
+        PyObject *at = PyObject_GetAttr(holder, s_at_ns);
+        PyObject *off = at == NULL ? NULL : PyObject_GetAttr(holder, s_offset);
+        if (header)
+            Py_DECREF(holder);
+        if (off == NULL) {
+            Py_XDECREF(at);
+            goto fail;
+        }
+        long long t, o;
+        int ok = as_i64(at, &t) && as_i64(off, &o);
+        Py_DECREF(off);
+        if (!ok) {
+            Py_DECREF(at);
+            goto none; /* the keyed path says what is wrong with it */
+        }
+        PyList_SET_ITEM(times, i, at);
+        if (i == 0)
+            first = o;
+        else if (o < last)
+            goto none;
+        else if (o == last) {
+            for (Py_ssize_t j = same_from; j < i; j++)
+                if (Py_TYPE(PyList_GET_ITEM(events, j)) == Py_TYPE(e))
+                    goto none; /* the same key twice */
+        }
+        if (i == 0 || o != last)
+            same_from = i;
+        last = o;
+    }
+    return Py_BuildValue("(NLL)", times, first, last);
+none:
+    Py_DECREF(times);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(times);
+    if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return NULL;
+}
+
+static PyObject *
+group(PyObject *self, PyObject *events)
+{
+    (void)self;
+    if (!PyList_CheckExact(events)) {
+        PyErr_SetString(PyExc_TypeError, "group() takes a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    PyObject *types = PyList_New(0), *groups = PyList_New(0);
+    Buf b = {NULL, 0, 0};
+    if (types == NULL || groups == NULL)
+        goto fail;
+    PyTypeObject *last = NULL;
+    Py_ssize_t at = -1;
+    if (buf_put(&b, "[", 1) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(events, i);
+        if (Py_TYPE(e) != last) {
+            last = Py_TYPE(e);
+            Py_ssize_t k = PyList_GET_SIZE(types);
+            for (at = 0; at < k; at++)
+                if ((PyTypeObject *)PyList_GET_ITEM(types, at) == last)
+                    break;
+            if (at == k) {
+                PyObject *g = PyList_New(0);
+                if (g == NULL || PyList_Append(types, (PyObject *)last) < 0 ||
+                    PyList_Append(groups, g) < 0) {
+                    Py_XDECREF(g);
+                    goto fail;
+                }
+                Py_DECREF(g);
+            }
+        }
+        if (PyList_Append(PyList_GET_ITEM(groups, at), e) < 0)
+            goto fail;
+        if ((i && buf_put(&b, ",", 1) < 0) || buf_int(&b, (long long)at) < 0)
+            goto fail;
+    }
+    if (buf_put(&b, "]", 1) < 0)
+        goto fail;
+    PyObject *order;
+    if (PyList_GET_SIZE(types) > 1)
+        order = PyBytes_FromStringAndSize(b.data, b.len);
+    else
+        order = PyBytes_FromFormat("%zd", n);
+    PyMem_Free(b.data);
+    if (order == NULL) {
+        Py_DECREF(types);
+        Py_DECREF(groups);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", types, order, groups);
+fail:
+    PyMem_Free(b.data);
+    Py_XDECREF(types);
+    Py_XDECREF(groups);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"group", group, METH_O,
+     "group(events: list) -> (types, order, groups): each type once in order of first "
+     "appearance, the JSON of each event's index into them (of their count when there is "
+     "one type), and each type's events in order."},
+    {"log_run", log_run, METH_O,
+     "log_run(events: list) -> (times, first_offset, last_offset) | None: each log record's "
+     "at_ns, when every time and offset is an int of 64 bits, the offsets never go back and "
+     "no offset holds two records of one type (no key twice); None otherwise."},
     {"pack", pack, METH_O,
      "pack(column: list) -> bytes | None: json.dumps(blocks._pack(column)) as UTF-8, or None "
      "for a column this path does not write."},
+    {"columns", columns, METH_VARARGS,
+     "columns(records: list, specs: tuple) -> list[bytes | list]: per spec (names, table), "
+     "the packed column of the records' values at that attribute path (through table when it "
+     "is a dict; False: a column Python makes plain), or the values, for Python to pack."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,6 +19,7 @@ import json
 import lzma
 import math
 import operator
+import sys
 import types
 import typing
 import zlib
@@ -30,12 +31,14 @@ from observability.store.codec import KINDS, _builder, _hints, _identity, _plain
 __all__ = ["BlockError", "decode_block", "encode_block"]
 
 _c_pack: Callable[[list[Any]], bytes | None] | None
+_c_columns: Callable[[list[Any], tuple[Any, ...]], list[bytes | list[Any]]] | None
+_c_group: Callable[[list[Any]], tuple[list[type], bytes, list[list[Any]]]] | None
 try:
     from observability.store import _blockpack  # type: ignore[attr-defined]
 
-    _c_pack = _blockpack.pack
+    _c_pack, _c_columns, _c_group = _blockpack.pack, _blockpack.columns, _blockpack.group
 except ImportError:  # not compiled (setup.py's extensions are optional): every column in Python
-    _c_pack = None
+    _c_pack = _c_columns = _c_group = None
 
 _PRESET = 1
 """xz (LZMA) at its fastest preset: on the demo's healthy recording it leaves 344 bytes a
@@ -91,6 +94,17 @@ def _column_plainer(hint: Any) -> Callable[[list[Any]], list[Any]]:
     return lambda col: list(map(_plain, col))
 
 
+def _column_spec(hint: Any) -> dict[Any, Any] | bool | None:
+    """What ``_blockpack.columns`` does to a column of ``hint`` before packing it: nothing
+    (None), an enum's table (as :func:`_column_plainer`'s), or hands it back (False)."""
+    if _stays_plain(hint):
+        return None
+    tp = _enum_of(hint)
+    if tp is not None:
+        return {None: None, **{m: m.value for m in tp}}
+    return False
+
+
 def _column_builder(hint: Any) -> Callable[[list[Any]], list[Any]]:
     """A function from a stored column to the values of ``hint``, made once per hint. A
     whole column at a time: a call per value was most of a block's decoding."""
@@ -114,6 +128,8 @@ class _Layout:
     """Per column: what makes its values plain (JSON's)."""
     build: Callable[[list[list[Any]]], list[Any]]
     """Decoded columns (stored order) -> the records."""
+    specs: tuple[tuple[tuple[str, ...], dict[Any, Any] | bool | None], ...]
+    """Per column: its path as attribute names, and :func:`_column_spec`."""
 
     def columns(self, records: Sequence[Any]) -> list[list[Any]]:
         out = []
@@ -121,24 +137,40 @@ class _Layout:
             out.append(plain(list(map(operator.attrgetter(path), records))))
         return out
 
+    def packed(self, records: list[Any]) -> list[bytes]:
+        """``_packed`` of each of :meth:`columns`: read and packed in one compiled call (a
+        Python pass per column was a fifth of a log ingest), Python's for what it hands back."""
+        if _c_columns is None:
+            return list(map(_packed, self.columns(records)))
+        out = _c_columns(records, self.specs)
+        for i, col in enumerate(out):
+            if type(col) is list:
+                out[i] = _packed(self.plain[i](col))
+        return out  # type: ignore[return-value]
+
 
 def _plan(
     cls: type, prefix: str = ""
-) -> tuple[list[str], list[Callable[[list[Any]], list[Any]]], Any, int]:
+) -> tuple[list[str], list[Callable[[list[Any]], list[Any]]], list[Any], Any, int]:
     """The flat columns of ``cls`` (a field that is itself a record, such as a log line's
     header, is spread into its own fields) and a builder from a run of decoded columns."""
     paths: list[str] = []
     plain: list[Callable[[list[Any]], list[Any]]] = []
+    specs: list[Any] = []
     parts: list[tuple[str, Any, int]] = []
     for name, hint in _hints(cls).items():
         if _is_record(hint):
-            inner_paths, inner_plain, inner_build, width = _plan(hint, f"{prefix}{name}.")
+            inner_paths, inner_plain, inner_specs, inner_build, width = _plan(
+                hint, f"{prefix}{name}."
+            )
             paths += inner_paths
             plain += inner_plain
+            specs += inner_specs
             parts.append((name, inner_build, width))
         else:
             paths.append(prefix + name)
             plain.append(_column_plainer(hint))
+            specs.append(_column_spec(hint))
             parts.append((name, (lambda c: lambda cols, i: c(cols[i]))(_column_builder(hint)), 1))
     width = sum(w for _, _, w in parts)
     order = [f.name for f in dataclasses.fields(cls)]
@@ -158,12 +190,12 @@ def _plan(
         rows = zip(*values.values(), strict=True)
         return [cls(**dict(zip(names, row, strict=True))) for row in rows]
 
-    return paths, plain, build, width
+    return paths, plain, specs, build, width
 
 
 @functools.cache
 def _layout(cls: type) -> _Layout:
-    paths, plain, build, _ = _plan(cls)
+    paths, plain, specs, build, _ = _plan(cls)
     added = _added_fields(cls)
 
     def build_all(cols: list[list[Any]]) -> list[Any]:
@@ -177,7 +209,8 @@ def _layout(cls: type) -> _Layout:
             raise ValueError(f"{cls.__name__}: {len(cols)} columns, not {len(paths)}")
         return build(cols, 0)
 
-    return _Layout(tuple(paths), tuple(plain), build_all)
+    names = (tuple(sys.intern(n) for n in p.split(".")) for p in paths)
+    return _Layout(tuple(paths), tuple(plain), build_all, tuple(zip(names, specs, strict=True)))
 
 
 def _added_fields(cls: type) -> list[Any]:
@@ -198,7 +231,10 @@ def _pack(column: list[Any]) -> list[Any]:
     """A column in the form that compresses best, by what all its values are: integers as
     deltas (``[1, [first, d...]]``, or ``[5, step, first, [d / step...]]`` when all deltas
     share a factor); lists as their lengths and their items as one column
-    (``[2, lengths, items]``), lists of one length (pairs) as one column per position
+    (``[2, lengths, items]``), text (str or None) of at most half as many distinct values
+    as values as those values and each one's index (``[6, uniques, indices]``: xz then has a
+    third less to read, and leaves a third less), lists of one length (pairs) as one column
+    per position
     (``[3, k, columns]``), records of the same keys as one column per key
     (``[4, keys, columns]``); anything else as it is (``[0, values]``)."""
     if not column:
@@ -209,6 +245,11 @@ def _pack(column: list[Any]) -> list[Any]:
         if step > 1:  # a log's times are microseconds in nanoseconds: the zeros compress badly
             return [5, step, column[0], [d // step for d in deltas]]
         return [1, [column[0], *deltas]]
+    if len(column) > 1 and all(v is None or type(v) is str for v in column):
+        uniques = list(dict.fromkeys(column))
+        if 2 * len(uniques) <= len(column):  # a model's name, a state: a handful of values
+            index = {v: i for i, v in enumerate(uniques)}
+            return [6, uniques, [index[v] for v in column]]
     if all(type(v) is list for v in column):
         k = len(column[0])
         if k and all(len(v) == k for v in column):
@@ -228,6 +269,8 @@ def _unpack(packed: list[Any]) -> list[Any]:
         return list(packed[1])
     if flag == 1:
         return list(itertools.accumulate(packed[1]))
+    if flag == 6:
+        return list(map(packed[1].__getitem__, packed[2]))
     if flag == 5:
         step = packed[1]
         return list(itertools.accumulate(map(step.__mul__, packed[3]), initial=packed[2]))
@@ -263,21 +306,34 @@ def _packed(column: list[Any]) -> bytes:
     return _json(_pack(column))
 
 
+def _py_group(events: list[Any]) -> tuple[list[type], bytes, list[list[Any]]]:
+    """Each type once in order of first appearance, the JSON of each event's index into
+    them (their count when there is one), and each type's events: ``_blockpack.group``'s
+    reference."""
+    seq = list(map(type, events))
+    present = list(dict.fromkeys(seq))
+    order = list(map({t: i for i, t in enumerate(present)}.__getitem__, seq))
+    groups = [
+        events
+        if len(present) == 1
+        else list(itertools.compress(events, map(operator.is_, seq, itertools.repeat(t))))
+        for t in present
+    ]
+    return present, _json(order if len(present) > 1 else len(order)), groups
+
+
 def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes:
     """The compressed block of ``events`` (any mix of the kinds :data:`KINDS` knows), with
     each one's source if they are not all the block's own (Triton's trace files).
 
     The body is ``{"k": kinds, "o": order, "c": {kind: [packed column, ...]}, "s": sources}``
     as ``json.dumps`` writes it, put together from each column's JSON."""
-    seq = list(map(type, events))
-    present = list(dict.fromkeys(seq))  # each type once, in order of first appearance
+    group = _c_group if _c_group is not None else _py_group
+    present, order, groups = group(events if type(events) is list else list(events))
     kinds = [t.__name__ for t in present]  # codec.kind_of
-    order = list(map({t: i for i, t in enumerate(present)}.__getitem__, seq))
-    body = [b'{"k":', _json(kinds), b',"o":', _json(order if len(kinds) > 1 else len(order))]
-    for n, (t, kind) in enumerate(zip(present, kinds, strict=True)):
-        mine = map(operator.is_, seq, itertools.repeat(t))
-        records = events if len(present) == 1 else list(itertools.compress(events, mine))
-        columns = b",".join(map(_packed, _layout(KINDS[kind]).columns(records)))
+    body = [b'{"k":', _json(kinds), b',"o":', order]
+    for n, (kind, records) in enumerate(zip(kinds, groups, strict=True)):
+        columns = b",".join(_layout(KINDS[kind]).packed(records))
         body += [b',"c":{' if n == 0 else b",", _json(kind), b":[", columns, b"]"]
     body.append(b"}" if kinds else b',"c":{}')
     if sources:

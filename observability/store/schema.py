@@ -185,6 +185,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (source, kind, name)
     ) WITHOUT ROWID;
     """,
+    # 7: no table changes. A block's text columns may be stored as their distinct values and
+    # an index a record (``blocks._pack``'s form 6), which code of schema 6 cannot read: the
+    # version makes that code refuse the store, instead of failing on its newer blocks.
+    "SELECT 1;",
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

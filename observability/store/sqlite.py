@@ -14,9 +14,9 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -25,6 +25,8 @@ from observability.findings import Finding
 from observability.store.blocks import BlockError, decode_block, encode_block
 from observability.store.codec import decode, encode, kind_of
 from observability.store.schema import (
+    LOG,
+    LOG_TYPES,
     MIGRATIONS,
     ROUTES,
     SCHEMA_VERSION,
@@ -34,6 +36,14 @@ from observability.store.schema import (
 )
 
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
+
+_c_log_run: Callable[[list[object]], tuple[list[int], int, int] | None] | None
+try:
+    from observability.store import _blockpack  # type: ignore[attr-defined]
+
+    _c_log_run = _blockpack.log_run
+except ImportError:  # not compiled: every log batch takes the keyed path (the same blocks)
+    _c_log_run = None
 
 _UNBINDABLE = (
     OverflowError,
@@ -95,6 +105,22 @@ def _bindable(groups: dict[tuple[str, str], dict[str, tuple[int, object]]]) -> N
                 raise OverflowError(f"time {at} does not fit in 64 bits")
 
 
+_LOG_TYPES = frozenset(LOG_TYPES)
+
+
+@dataclass
+class _Run:
+    """A log's records held in :meth:`Store.bulk` without keys, in order."""
+
+    times: list[int] = field(default_factory=list)
+    events: list[object] = field(default_factory=list)
+    last: int | None = None
+    """The last record's byte offset (kept after its block is written)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.times)
+
+
 class StoreError(RuntimeError):
     """The store cannot be opened or written; the message says why."""
 
@@ -128,6 +154,9 @@ class Store:
         self._cached = 0
         self._bulk: dict[tuple[str, str], dict[str, tuple[int, object, str]]] | None = None
         """(stream, source) -> records held for whole blocks while :meth:`bulk` is open."""
+        self._runs: dict[str, _Run | None] = {}
+        """A log's source -> its records held unkeyed while :meth:`bulk` is open (None: the
+        source takes the keyed path for the rest of the ``with``)."""
         try:
             if readonly:
                 if not self.path.exists():
@@ -238,6 +267,8 @@ class Store:
         ignored = duplicates = 0
         if not _SETUP_TYPES.isdisjoint(map(type, events)):
             self._keep_setup([e for e in events if type(e) in _SETUP_TYPES], source)
+        if self._bulk is not None and self._run_of(events, source):
+            return len(events), 0, 0
         groups = self._one_stream(events, source)
         if groups is None:
             groups = {}
@@ -313,6 +344,54 @@ class Store:
             return []
         return [(source, decode(kind, body)) for source, kind, body in rows]
 
+    def _run_of(self, events: list[object], source: str) -> bool:
+        """Hold a log's batch without keying its records, when none can be a duplicate: the
+        store had nothing of its source when :meth:`bulk` began, and its offsets go on from
+        where the held ones stopped (a bundle's ingest: its log read once, in order). A key
+        string and a dict entry a line were a third of an ingest; a batch that is not such a
+        run spills what is held into the keyed path, which then checks it as before."""
+        if _c_log_run is None or not _LOG_TYPES.issuperset(map(type, events)):
+            return False
+        if source not in self._runs:
+            self._runs[source] = self._new_run(source)
+        run = self._runs[source]
+        if run is None:
+            return False
+        checked = _c_log_run(events)
+        if checked is None or (run.last is not None and checked[1] <= run.last):
+            self._spill(source)
+            return False
+        times, _first, run.last = checked
+        run.times += times
+        run.events += events
+        return True
+
+    def _new_run(self, source: str) -> _Run | None:
+        """A run for ``source`` if the store holds nothing of it yet (else None: keyed)."""
+        try:
+            source.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        assert self._bulk is not None
+        if self._bulk.get((LOG.name, source)) or self._staged_counts()[(LOG.name, source)]:
+            return None
+        stored = self._db.execute(
+            "SELECT 1 FROM blocks WHERE stream = ? AND source = ? LIMIT 1", (LOG.name, source)
+        ).fetchone()
+        return None if stored else _Run()
+
+    def _spill(self, source: str) -> None:
+        """Hand ``source``'s run to the keyed path: its held records, keyed; no more runs."""
+        run = self._runs.get(source)
+        self._runs[source] = None
+        if not run:
+            return
+        assert self._bulk is not None and LOG.keyed is not None
+        keys, _ = LOG.keyed(run.events, source)
+        held = self._bulk.setdefault((LOG.name, source), {})
+        for k, at, e in zip(keys, run.times, run.events, strict=True):
+            held[k] = (at, e, source)
+
     @staticmethod
     def _one_stream(
         events: list[object], source: str
@@ -350,12 +429,12 @@ class Store:
         if self._bulk is not None:
             yield
             return
-        self._bulk = {}
+        self._bulk, self._runs = {}, {}
         try:
             yield
             self._flush_bulk(everything=True)
         finally:
-            self._bulk = None
+            self._bulk, self._runs = None, {}
 
     def _hold(
         self, stream: str, src: str, fresh: dict[str, tuple[int, object]], source: str
@@ -376,8 +455,19 @@ class Store:
         ``everything`` the rest too (one short block per stream and source)."""
         assert self._bulk is not None
         written: list[tuple[dict[str, tuple[int, object, str]], list[str]]] = []
+        cut: list[tuple[_Run, int]] = []
         try:
             with self._db:
+                for src, run in self._runs.items():
+                    if not run:
+                        continue
+                    size, n = LOG.block_records, len(run.times)
+                    upto = n if everything else n - n % size
+                    for i in range(0, upto, size):
+                        j = min(i + size, upto)
+                        self._put_run(src, run.times[i:j], run.events[i:j])
+                    if upto:
+                        cut.append((run, upto))
                 for (stream, src), held in self._bulk.items():
                     size = STREAMS[stream].block_records
                     if not held or (len(held) < size and not everything):
@@ -395,6 +485,8 @@ class Store:
         for held, keys in written:  # committed: a failed transaction left them all held
             for k in keys:
                 del held[k]
+        for run, upto in cut:
+            del run.times[:upto], run.events[:upto]
 
     def _not_staged(self, stream: str, keys: list[str]) -> list[str]:
         staged = set(self._staged_of(stream, keys))
@@ -460,6 +552,17 @@ class Store:
         )
         if cur.lastrowid is not None:
             self._remember(cur.lastrowid, frozenset(keys))
+
+    def _put_run(self, src: str, times: list[int], events: list[object]) -> None:
+        """One block of a log's run (:meth:`_run_of`), in the caller's transaction: what
+        :meth:`_put_block` writes for the same records, without remembering their keys (a
+        later duplicate check reads them from the block)."""
+        self._db.execute(
+            "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
+            "data) VALUES (?,?,?,?,?,?,?)",
+            (LOG.name, src, min(times), max(times), time.time_ns(), len(events),
+             encode_block(events)),
+        )  # fmt: skip
 
     def _compact_due(self, everything: bool = False) -> None:
         """Move staged records into blocks where a source has a block's worth or has had

@@ -9,6 +9,7 @@ surrogates, lists).
 
 from __future__ import annotations
 
+import dataclasses
 import lzma
 
 import pytest
@@ -47,11 +48,12 @@ def test_real_columns_and_blocks_are_the_same_bytes(name: str) -> None:
                 assert packed is None or packed == _python(column), (kind, column[:5])
                 written += packed is not None
         block = blocks.encode_block(records[:8192])
-        saved, blocks._c_pack = blocks._c_pack, None
+        saved = blocks._c_pack, blocks._c_columns, blocks._c_group
+        blocks._c_pack = blocks._c_columns = blocks._c_group = None
         try:
             assert lzma.decompress(block) == lzma.decompress(blocks.encode_block(records[:8192]))
         finally:
-            blocks._c_pack = saved
+            blocks._c_pack, blocks._c_columns, blocks._c_group = saved
     assert written > 20  # the compiled path wrote most columns, not Python
 
 
@@ -108,3 +110,75 @@ def test_a_log_batch_is_keyed_as_one_record_at_a_time(name: str) -> None:
     keys, times = LOG.keyed(records, "b1/triton.log")
     assert keys == [LOG.key(e, "b1/triton.log") for e in records]
     assert times == [LOG.at_ns(e) for e in records]
+
+
+@pytest.mark.parametrize("name", ["gs_spam_hang", "nz_callback_error"])
+def test_a_kinds_columns_are_read_and_packed_as_python_reads_and_packs_them(name: str) -> None:
+    """``_blockpack.columns`` (each column's values read off the records and packed in one
+    call) gives what Python's attribute reads, ``plain`` and ``_pack`` give, kind by kind."""
+    by_kind: dict[type, list[object]] = {}
+    for e in parsed(name).events:
+        by_kind.setdefault(type(e), []).append(e)
+    for cls, records in by_kind.items():
+        layout = blocks._layout(cls)
+        assert layout.packed(records) == [_python(c) for c in layout.columns(records)], cls
+
+
+def test_a_value_the_enum_table_lacks_is_handed_back_and_a_missing_field_raises() -> None:
+    from observability import events as ev
+
+    layout = blocks._layout(ev.LogRecord)
+    at = [i for i, (names, spec) in enumerate(layout.specs) if isinstance(spec, dict)]
+    assert at, "a log header has an enum column (its level)"
+    good = ev.LogRecord(1, ev.LogLevel.INFO, "x.cc", 1, 0)
+    odd = dataclasses.replace(good, level="NOT-A-LEVEL")  # type: ignore[arg-type]
+    assert layout.packed([good, odd]) == [_python(c) for c in layout.columns([good, odd])]
+    assert blocks._c_columns is not None
+    with pytest.raises(AttributeError):
+        blocks._c_columns([object()], layout.specs)
+
+
+@pytest.mark.parametrize("name", ["gs_spam_hang", "nz_callback_error"])
+def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
+    events = parsed(name).events
+    assert blocks._c_group is not None
+    for part in (events[:8192], events[-5000:], events[:1], []):
+        assert blocks._c_group(list(part)) == blocks._py_group(list(part))
+    one_kind = [e for e in events if type(e) is type(events[0])][:100]
+    types, order, groups = blocks._c_group(one_kind)
+    assert order == str(len(one_kind)).encode()
+    assert groups == [one_kind] and types == [type(events[0])]
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(
+    column=st.lists(
+        st.one_of(
+            st.tuples(st.integers(-1, 4096), st.integers(-1, 4096)),
+            st.lists(st.integers(-(2**64), 2**64), max_size=4).map(tuple),
+            st.lists(st.integers(0, 9), max_size=3),
+            st.just(()),
+            st.just((True, 2)),
+            st.none(),
+        ),
+        max_size=12,
+    )
+)
+def test_a_column_of_shapes_is_packed_as_python_packs_it_or_handed_back(
+    column: list[object],
+) -> None:
+    """A column of tuples of ints (an output's shape), which Python makes lists, is packed
+    in C as ``_pack`` packs those lists (forms 3 and 2), or handed back as it was."""
+    assert blocks._c_columns is not None
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Shaped:
+        shape: object
+
+    shapes = [Shaped((1, 3)), Shaped((2, 3))]
+    assert blocks._c_columns(shapes, ((("shape",), False),)) == [b"[3,2,[[1,[1,1]],[1,[3,0]]]]"]
+    out = blocks._c_columns([Shaped(v) for v in column], ((("shape",), False),))[0]
+    if type(out) is list:
+        assert out == column
+    else:
+        assert out == _python([list(v) if isinstance(v, tuple) else v for v in column])

@@ -1,16 +1,20 @@
-"""A store written by the code before compressed blocks (schema 4) opens, is migrated and
-keeps every record (``tests/fixtures/stores/README.md`` says how it was written)."""
+"""Stores written by earlier code open, are migrated and keep every record: schema 4 (a row per
+record) and schema 6 (blocks before their text columns were dictionary-coded);
+``tests/fixtures/stores/README.md`` says how each was written."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import sqlite3
+import tarfile
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from collectors.otlp.decode import spans_from_otlp_json
 from observability import events as ev
 from observability.analyze import _open, analyze_bundle, parse_bundle
 from observability.bundle.ingest import ingest
@@ -109,6 +113,47 @@ def test_a_migrated_store_reads_back_through_the_detectors(tmp_path: Path) -> No
     want = {(f.kind, f.model) for f in direct.findings}
     assert want, "the recording's fault is found at all"
     assert {(f.kind, f.model) for f in stored.findings} == want
+
+
+OLD6 = FIXTURES / "stores" / "schema6-ocr_cycle_deadlock.db.gz"
+HEALTHY = FIXTURES / "recordings" / "healthy" / "bundle.tar.gz"
+
+
+def _otlp_files(n: int) -> list[list[ev.OtlpSpan]]:
+    """The spans of the first ``n`` OTLP files of the demo's healthy recording, as the
+    schema 6 store was given them (tests/fixtures/stores/README.md)."""
+    with tarfile.open(HEALTHY) as tar:
+        names = sorted(
+            m.name for m in tar.getmembers() if "/otlp/" in m.name and m.name.endswith(".json")
+        )[:n]
+        return [spans_from_otlp_json(json.loads(tar.extractfile(name).read())) for name in names]  # type: ignore[union-attr]
+
+
+def test_a_schema_6_store_is_migrated_and_reads_as_todays_store_of_the_same_input(
+    tmp_path: Path,
+) -> None:
+    """Schema 7 dictionary-codes text columns: a store written by schema 6's code opens,
+    is migrated (its blocks stay as they were) and holds exactly what today's code stores
+    from the same input; a replay into it stores nothing."""
+    path = tmp_path / "old6.db"
+    with gzip.open(OLD6) as src, path.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    db.close()
+    fresh = tmp_path / "fresh.db"
+    with Store(fresh) as store:
+        ingest(BUNDLE, store)
+        for spans in _otlp_files(12):
+            store.write(spans)
+        want = _new_records(store)
+    with Store(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION == 7
+        assert _new_records(store) == want
+        report = ingest(BUNDLE, store)
+        assert sum(report.inserted.values()) == 0 and report.duplicates > 0, report
+        assert sum(store.write(spans).inserted for spans in _otlp_files(12)) == 0
+        assert _new_records(store) == want
 
 
 @pytest.mark.parametrize("version", [99])

@@ -313,3 +313,72 @@ def test_a_full_disk_in_bulk_keeps_what_it_holds(tmp_path: Path) -> None:
             db._db.execute("PRAGMA max_page_count=1073741823")
         assert db.count("log_records") == 40
         assert sorted(r.offset for r in db.log_records()) == [10_000 + i for i in range(40)]
+
+
+def _blocks(db: Store) -> list[tuple[object, ...]]:
+    return db._db.execute(
+        "SELECT stream, source, min_at_ns, max_at_ns, records, data FROM blocks ORDER BY id"
+    ).fetchall()
+
+
+def _bulk_writes(
+    path: Path, batches: list[list[object]], unkeyed: bool, held: list[bool] | None = None
+) -> tuple[list[tuple[int, int]], list[tuple[object, ...]]]:
+    """Each batch's (inserted, duplicates) and the blocks; ``held`` gets, per batch, whether
+    the log's records were then held unkeyed."""
+    import observability.store.sqlite as sqlite_store
+
+    saved = sqlite_store._c_log_run
+    if not unkeyed:
+        sqlite_store._c_log_run = None  # every batch keyed, record by record
+    try:
+        with Store(path) as db:
+            results = []
+            with db.bulk():
+                for b in batches:
+                    results.append(db.write(b, source="a.log"))
+                    if held is not None:
+                        held.append(db._runs.get("a.log") is not None)
+            return [(r.inserted, r.duplicates) for r in results], _blocks(db)
+    finally:
+        sqlite_store._c_log_run = saved
+
+
+@pytest.mark.parametrize("block_records", [4, 8192])
+def test_a_log_read_in_order_is_held_unkeyed_and_stored_as_the_keyed_path_stores_it(
+    tmp_path: Path, block_records: int
+) -> None:
+    """In ``bulk``, a new log's batches whose offsets go on are held without a key a record
+    (``Store._run_of``); a batch that goes back (a replay) hands what is held to the keyed
+    path, which then finds its duplicates. Blocks, counts and records are the same either
+    way, across block boundaries too; a batch holding one key twice is keyed."""
+    import observability.store.schema as schema
+
+    prepared = [ev.RequestPrepared(header(i), f"r{i}", "router", 1, 1, 0) for i in range(12)]
+    other = ev.RequestStateChange(header(5), "r5", "PENDING", "EXECUTING")  # a 2nd kind at 5
+    batches = [
+        prepared[:3],
+        [*prepared[3:6], other],
+        prepared[6:8],
+        prepared[4:10],  # back to 4: from here on keyed
+        prepared[10:],
+        [prepared[11], prepared[11]],
+    ]
+    stream = schema.STREAMS["log"]
+    try:
+        object.__setattr__(stream, "block_records", block_records)
+        held: list[bool] = []
+        unkeyed = _bulk_writes(tmp_path / "u.db", batches, unkeyed=True, held=held)
+        keyed = _bulk_writes(tmp_path / "k.db", batches, unkeyed=False)
+    finally:
+        object.__setattr__(stream, "block_records", 8192)
+    assert held == [True, True, True, False, False, False]
+    assert unkeyed == keyed
+    counts, blocks = unkeyed
+    assert counts == [(3, 0), (4, 0), (2, 0), (2, 4), (2, 0), (0, 2)]
+    assert sum(b[4] for b in blocks) == 13  # type: ignore[misc]
+    with Store(tmp_path / "u.db") as db:
+        got = sorted(r.header.offset for r in db.log_records(kinds=["RequestPrepared"]))
+        assert got == list(range(12))
+        again = _bulk_writes(tmp_path / "u.db", batches[:2], unkeyed=True)[0]
+        assert again == [(0, 3), (0, 4)], "a store that holds the log already is keyed"
