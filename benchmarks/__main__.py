@@ -9,6 +9,7 @@ MODULES = (
     "metrics_parse",
     "log_parse",
     "ingest_log",
+    "collect_log",
     "store_size",
     "analyze_bundle",
     "watch_pass",

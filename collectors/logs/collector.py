@@ -17,6 +17,7 @@ from collectors.logs.framing import Framing
 from collectors.logs.parser import ParseStats
 from collectors.logs.reader import parse_log
 from collectors.tail.tailer import Line, Tailer
+from observability.gcpause import gc_paused
 
 __all__ = ["LogCollector"]
 
@@ -24,11 +25,16 @@ __all__ = ["LogCollector"]
 def _runs(lines: list[Line]) -> Iterator[list[Line]]:
     """Consecutive lines of one file with no gap: each is parsed from its first offset."""
     run: list[Line] = []
+    end = -1
+    file = None
     for line in lines:
-        if run and (line.file != run[-1].file or line.offset != run[-1].end):
+        # One read's lines share their identity object: ``is`` first, the dataclass's
+        # ``==`` a line was a tenth of a busy log's collection.
+        if run and ((line.file is not file and line.file != file) or line.offset != end):
             yield run
             run = []
         run.append(line)
+        file, end = line.file, line.offset + len(line.data)
     if run:
         yield run
 
@@ -71,20 +77,21 @@ class LogCollector(Collector):
         today = datetime.now(timezone.utc).date()
         out = []
         for run in _runs(lines):
-            events = list(
-                parse_log(
-                    (line.data for line in run),
-                    framing=self.framing,
-                    today=today,
-                    year=today.year,
-                    utc_offset_s=self.utc_offset_s,
-                    offset=run[0].offset,
-                    stats=self.stats,
-                    # A poll may begin with a stub's text (a HUNG or STALLED report, a
-                    # traceback), which has no time of its own: the last header's, or now.
-                    start_ns=self.stats.last_at_ns or time.time_ns(),
+            with gc_paused():  # records made in bulk, none in a cycle (gcpause.py)
+                events = list(
+                    parse_log(
+                        (line.data for line in run),
+                        framing=self.framing,
+                        today=today,
+                        year=today.year,
+                        utc_offset_s=self.utc_offset_s,
+                        offset=run[0].offset,
+                        stats=self.stats,
+                        # A poll may begin with a stub's text (a HUNG or STALLED report, a
+                        # traceback), which has no time of its own: the last header's, or now.
+                        start_ns=self.stats.last_at_ns or time.time_ns(),
+                    )
                 )
-            )
             out.append(Batch(source_of(run[0]), events))
         return out
 

@@ -382,3 +382,24 @@ def test_a_log_read_in_order_is_held_unkeyed_and_stored_as_the_keyed_path_stores
         assert got == list(range(12))
         again = _bulk_writes(tmp_path / "u.db", batches[:2], unkeyed=True)[0]
         assert again == [(0, 3), (0, 4)], "a store that holds the log already is keyed"
+
+
+def test_a_live_batch_of_a_block_or_more_is_all_blocks_of_even_size(tmp_path: Path) -> None:
+    """Outside a bulk write, a batch of at least a block's worth of one source is written as
+    blocks, all of it, none under half a block; a smaller one is staged."""
+    import observability.store.schema as schema
+
+    prepared = [ev.RequestPrepared(header(i), f"r{i}", "router", 1, 1, 0) for i in range(27)]
+    stream = schema.STREAMS["log"]
+    try:
+        object.__setattr__(stream, "block_records", 8)
+        with Store(tmp_path / "s.db") as db:
+            assert db.write(prepared[:20], source="a.log").inserted == 20
+            assert [b[4] for b in _blocks(db)] == [7, 7, 6]
+            assert db.write(prepared[20:27], source="a.log").inserted == 7
+            staged = db._db.execute("SELECT count(*) FROM staged").fetchone()[0]
+            assert staged == 7 and len(_blocks(db)) == 3
+            again = db.write(prepared[10:27], source="a.log")
+            assert (again.inserted, again.duplicates) == (0, 17)
+    finally:
+        object.__setattr__(stream, "block_records", 8192)
