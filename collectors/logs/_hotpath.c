@@ -46,6 +46,7 @@ static PyObject *s_empty, *s_http, *s_sagemaker, *s_grpc;
 enum { PUNT = -1, NONE = 0, REC = 1, FAIL = -2, BLANK = 2, CONTINUATION = 3 };
 
 #define MAX_TEXT 16384 /* parser.MAX_TEXT: a longer print goes back (it is cut and counted) */
+#define ISO_SPREAD_MAX 999999LL /* parser._ISO_SPREAD_MAX */
 
 static Py_ssize_t find(const char *s, Py_ssize_t start, Py_ssize_t end, const char *pat,
                        Py_ssize_t plen) {
@@ -450,8 +451,49 @@ static int headerless(const char *s, Py_ssize_t n, long long off, PyObject *sink
 
 /* One line: REC (a record appended), NONE (an INFO line of no interest, skipped), BLANK and
  * CONTINUATION (a headerless line counted, not kept), PUNT. */
-static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sources, PyObject *sink,
-                   long long *last_at, int *at_known, int *block) {
+static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t close,
+                       PyObject *level, long long at_ns, long long off, PyObject *sources,
+                       PyObject *sink, long long *last_at, int *at_known, int *block);
+
+/* An ISO8601 header's line (``--log-format ISO8601``: "2026-11-26T02:47:30Z I 24749 f.cc:1]"),
+ * as parser._emit_header_line reads it: whole seconds, the n-th record of a second placed n
+ * microseconds into it (parser._ISO_SPREAD_MAX), the count going on across calls. */
+static int iso_line(const char *s, Py_ssize_t n, long long off, PyObject *iso, PyObject *sources,
+                    PyObject *sink, long long *last_at, int *at_known, int *block,
+                    long long *iso_s, long long *iso_k) {
+    if (n <= 24 || s[19] != 'Z' || s[20] != ' ' || s[22] != ' ') return PUNT;
+    PyObject *level = levels[(unsigned char)s[21]];
+    if (!level) return PUNT;
+    Py_ssize_t p = 23;
+    while (p < n && s[p] == ' ') p++; /* a padded pid */
+    Py_ssize_t sp = FIND(s, p, n, " ");
+    if (sp <= p || !digits(s, p, sp)) return PUNT;
+    Py_ssize_t close = FIND(s, sp, n, "] ");
+    if (close < 0 || close <= sp) return PUNT;
+    PyObject *key = PyBytes_FromStringAndSize(s, 19);
+    if (!key) return FAIL;
+    PyObject *base_obj = PyDict_GetItemWithError(iso, key); /* parser._Clock.iso */
+    Py_DECREF(key);
+    if (!base_obj) return PyErr_Occurred() ? FAIL : PUNT;
+    long long base = PyLong_AsLongLong(base_obj);
+    if (base == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PUNT;
+    }
+    if (base < 0 || base > LLONG_MAX - 1000000000LL) return PUNT;
+    if (base != *iso_s) { /* Python's step, which a line handed back repeats unchanged */
+        *iso_s = base;
+        *iso_k = 0;
+    }
+    long long at_ns = base + (*iso_k < ISO_SPREAD_MAX ? *iso_k : ISO_SPREAD_MAX) * 1000;
+    int r = header_line(s, n, sp, close, level, at_ns, off, sources, sink, last_at, at_known, block);
+    if (r == REC) (*iso_k)++;
+    return r;
+}
+
+static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *iso, PyObject *sources,
+                   PyObject *sink, long long *last_at, int *at_known, int *block,
+                   long long *iso_s, long long *iso_k) {
     if (!PyBytes_CheckExact(line)) return PUNT;
     const char *s = PyBytes_AS_STRING(line);
     Py_ssize_t n = PyBytes_GET_SIZE(line);
@@ -459,7 +501,8 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
     if (count(s, n, ".cc:", 4) + count(s, n, ".h:", 3) >= 2) return PUNT; /* two lines glued */
     PyObject *level = levels[(unsigned char)s[0]];
     if (s[0] >= '0' && s[0] <= '9' && n > 10 && s[10] == 'T')
-        return PUNT; /* an ISO8601 header, or its wreck (a "2026-11-26 02:46:49,321" print is not) */
+        /* an ISO8601 header, or its wreck (a "2026-11-26 02:46:49,321" print is not) */
+        return iso_line(s, n, off, iso, sources, sink, last_at, at_known, block, iso_s, iso_k);
     if (!level || !(n > 22 && s[5] == ' ' && s[14] == '.')) {
         /* no header can start here (parser._header); one that looks like a torn header
          * ("E1122 03:..") is Python's to judge */
@@ -474,17 +517,23 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
     long long base = glog_base(glog, s);
     if (base == -2) return FAIL;
     if (base < 0) return PUNT;
-    if (s[close + 2] != '"' || s[n - 2] != '"' || !(close + 3 < n - 2) || !digits(s, 15, 21) ||
-        !digits(s, 22, sp))
-        return PUNT;
+    if (!digits(s, 15, 21) || !digits(s, 22, sp)) return PUNT;
+    return header_line(s, n, sp, close, level, base + number(s, 15, 21) * 1000, off, sources, sink,
+                       last_at, at_known, block);
+}
+
+/* The rest of a header's line, once its time is known: its source's handler, an ErrorLine of
+ * a warning or error no handler reads, or an INFO line of no interest. */
+static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t close,
+                       PyObject *level, long long at_ns, long long off, PyObject *sources,
+                       PyObject *sink, long long *last_at, int *at_known, int *block) {
+    if (s[close + 2] != '"' || s[n - 2] != '"' || !(close + 3 < n - 2)) return PUNT;
     PyObject *key = PyBytes_FromStringAndSize(s + sp + 1, close - sp - 1);
     if (!key) return FAIL;
     PyObject *src = PyDict_GetItemWithError(sources, key);
     Py_DECREF(key);
     if (!src) return PyErr_Occurred() ? FAIL : PUNT;
     if (!PyTuple_CheckExact(src) || PyTuple_GET_SIZE(src) != 4) return PUNT;
-    long long micros = number(s, 15, 21);
-    long long at_ns = base + micros * 1000;
     PyObject *handler = PyTuple_GET_ITEM(src, 0);
     PyObject *prefixes = PyTuple_GET_ITEM(src, 3);
     Py_ssize_t m = close + 3, e = n - 2;
@@ -562,22 +611,25 @@ static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *sour
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *lines, *sink, *glog, *sources, *last_at_in, *off_in;
+    PyObject *lines, *sink, *glog, *iso, *sources, *last_at_in, *off_in;
     Py_ssize_t i;
     int block;
+    long long iso_s, iso_k;
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!", &PyList_Type, &lines, &i, &PyList_Type, &sink,
-                          &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &sources))
+    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!O!LL", &PyList_Type, &lines, &i, &PyList_Type, &sink,
+                          &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
+                          &PyDict_Type, &sources, &iso_s, &iso_k))
         return NULL;
     Py_ssize_t n_rec = 0, n_info = 0, n_blank = 0, n_cont = 0, start = i;
     long long off = PyLong_AsLongLong(off_in);
     if (off == -1 && PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* an offset past 2**63 (a fuzzer's): Python reads every line */
-        return Py_BuildValue("nOOinnnnn", i, off_in, last_at_in, block, 0, 0, 0, 0, 0);
+        return Py_BuildValue("nOOinnnnnLL", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, iso_s,
+                             iso_k);
     }
     /* last_at stays the caller's object (any int: a fuzzed year) until a line here sets it;
      * a headerless line before that needs it as a number, or goes back to Python */
@@ -591,7 +643,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (; i < PyList_GET_SIZE(lines); i++) {
         PyObject *line = PyList_GET_ITEM(lines, i);
         if (PyBytes_CheckExact(line) && off > LLONG_MAX - PyBytes_GET_SIZE(line)) break;
-        int r = line_of(line, off, glog, sources, sink, &last_at, &at_known, &block);
+        int r = line_of(line, off, glog, iso, sources, sink, &last_at, &at_known, &block, &iso_s,
+                        &iso_k);
         if (r == FAIL) return NULL;
         if (r == PUNT) break;
         n_rec += r == REC;
@@ -601,12 +654,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         off += PyBytes_GET_SIZE(line);
     }
     if (i == start)
-        return Py_BuildValue("nOOinnnnn", i, off_in, last_at_in, block, 0, 0, 0, 0, 0);
+        return Py_BuildValue("nOOinnnnnLL", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, iso_s,
+                             iso_k);
     if (!at_known) /* no header here set it: the caller's, as it was */
-        return Py_BuildValue("nLOinnnnn", i, off, last_at_in, block, i - start, n_rec, n_info,
-                             n_blank, n_cont);
-    return Py_BuildValue("nLLinnnnn", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
-                         n_cont);
+        return Py_BuildValue("nLOinnnnnLL", i, off, last_at_in, block, i - start, n_rec, n_info,
+                             n_blank, n_cont, iso_s, iso_k);
+    return Py_BuildValue("nLLinnnnnLL", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
+                         n_cont, iso_s, iso_k);
 }
 
 static int kind_of(int k, PyObject *spec) {
@@ -674,7 +728,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyMethodDef methods_table[] = {
     {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
     {"scan", scan, METH_VARARGS,
-     "scan(lines, i, sink, offset, last_at, block, glog, sources) -> "
+     "scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k) -> "
      "(i, offset, last_at, block, lines, records, info, blank, continuation)"},
     {NULL, NULL, 0, NULL},
 };

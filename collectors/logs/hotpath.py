@@ -21,10 +21,12 @@ from typing import Any
 
 __all__ = ["Scan", "scanner"]
 
-Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int]]
-"""``scan(lines, i, sink, offset, last_at, block, glog, sources)`` -> ``(i, offset, last_at,
-block, lines, records, info, blank, continuation)``: reads ``lines[i:]`` into ``sink`` up to
-the first line it hands back (the returned ``i``); the last three count skipped lines."""
+Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int, int, int]]
+"""``scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k)`` ->
+``(i, offset, last_at, block, lines, records, info, blank, continuation, iso_s, iso_k)``:
+reads ``lines[i:]`` into ``sink`` up to the first line it hands back (the returned ``i``);
+``info``, ``blank`` and ``continuation`` count skipped lines, and ``iso_s``/``iso_k`` carry
+the ISO8601 second being spread and its records so far (parser._ISO_SPREAD_MAX)."""
 
 
 def _members(cls: type) -> tuple[type, tuple[Any, ...]]:

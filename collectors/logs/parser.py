@@ -926,6 +926,7 @@ def parse_runs(
     st = _State()
     st.iso_s, st.iso_k = stats.iso_second_ns, stats.iso_in_second
     glog_cache = clock.glog
+    iso_cache = clock.iso
     levels = _LEVELS
     sources = _source_cache()
     info = LogLevel.INFO
@@ -948,9 +949,11 @@ def parse_runs(
             i = 0
             while i < len(batch):
                 if scan is not None and pending is None:
-                    i, off, last_at, block, k_lines, k_rec, k_info, k_blank, k_cont = scan(
-                        batch, i, sink, off, last_at, block, glog_cache, sources
-                    )
+                    (i, off, last_at, block, k_lines, k_rec, k_info, k_blank, k_cont,
+                     st.iso_s, st.iso_k) = scan(
+                        batch, i, sink, off, last_at, block, glog_cache, iso_cache, sources,
+                        st.iso_s, st.iso_k,
+                    )  # fmt: skip
                     n_lines += k_lines
                     n_rec += k_rec
                     n_info += k_info
@@ -1039,6 +1042,8 @@ def parse_runs(
                                 off += n
                                 continue
                     # ---- everything else: other formats, W/E lines, headerless, junk
+                    if n > 24 and line[10] == 84 and line[19] == 90 and scan is not None:
+                        _learn_source(sources, line)  # an ISO8601 header's, for the scan
                     st.at_ns = last_at
                     st.block = block
                     try:
@@ -1090,6 +1095,16 @@ def _new_source(cache: dict[bytes, _Source], key: bytes) -> _Source | None:
     if len(cache) < 100_000:
         cache[key] = src
     return src
+
+
+def _learn_source(cache: dict[bytes, _Source], line: bytes) -> None:
+    """Put an ISO8601 line's ``file.cc:123`` in the sources the compiled scan reads (the
+    Python hot loop fills it from glog lines only): its next lines of that source are then
+    the scan's, not Python's, at a fifth of the cost."""
+    close = line.find(b"] ", 24)
+    sp = line.rfind(b" ", 23, close) if close > 0 else -1
+    if sp > 0 and line[sp + 1 : close] not in cache:
+        _new_source(cache, line[sp + 1 : close])
 
 
 def _one(line: bytes, off: int, st: _State, stats: ParseStats, clock: _Clock) -> list[Event]:

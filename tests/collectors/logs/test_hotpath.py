@@ -269,3 +269,28 @@ def test_the_runs_handed_to_the_scan_do_not_change_what_is_read(run: int) -> Non
         for compiled in (True, False):
             assert _parse(lines, compiled, run=run, final=final) == whole
     assert whole[1].resume_offset == sum(map(len, lines)) - len(b"end")
+
+
+@pytest.mark.parametrize("name", ["nz_rank_hang_iso", "ocr_cycle_deadlock_iso"])
+def test_an_iso8601_log_is_the_compiled_scans_and_reads_as_python_reads_it(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--log-format ISO8601`` (whole seconds, each second's records spread 1 µs apart across
+    calls of the scan): the whole log, in runs of the parser's size and of 7 lines, gives the
+    Python path's records and counts, and the scan reads nearly every line of it."""
+    (_, data), *_ = _logs(_SOURCES[name])
+    lines = data.splitlines(keepends=True)
+    assert lines[0][10:11] == b"T" and lines[0][19:20] == b"Z", "an ISO8601 log"
+    for run in (None, 7):
+        _same_both_ways(lines, run=run)
+    by_python = 0
+    one = parser._one
+
+    def counted(*args: object) -> list[Event]:
+        nonlocal by_python
+        by_python += 1
+        return one(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(parser, "_one", counted)
+    _parse(lines, True)
+    assert by_python < len(lines) // 20, f"Python read {by_python} of {len(lines)} lines"
