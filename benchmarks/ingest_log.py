@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.log_parse import synthesise
-from collectors.logs.parser import parse_lines
+from benchmarks.log_parse import against_parsing, parse_alone, synthesise
 from observability.bundle import FORMAT, BundleMeta
 from observability.bundle.ingest import ingest
 from observability.store import Store
@@ -39,10 +37,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--lines", type=int, default=1_000_000)
     args = parser.parse_args(argv)
     lines = synthesise(args.lines)
-    gc.collect()
-    t0 = time.perf_counter()
-    n_records = sum(1 for _ in parse_lines(lines, year=2026))
-    parse_s = time.perf_counter() - t0
+    n_records, parse_s = parse_alone(lines)
     n_lines = len(lines)
     with tempfile.TemporaryDirectory() as tmp:
         bundle = _bundle(Path(tmp) / "bundle", lines)
@@ -60,18 +55,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             )
     if report.inserted.get("log", 0) != n_records:
         raise SystemExit(f"ingest stored {report.inserted} records, the parser gave {n_records}")
-    result = {
-        "bench": "ingest_log_lines",
-        "value": round(n_lines / ingest_s),
-        "unit": "lines/s",
-        "baseline": round(n_lines / parse_s),
-        "ratio": round(parse_s / ingest_s, 3),
-        "records": n_records,
-        "store_bytes": size,
-        "bytes_per_line": round(size / n_lines, 1),
-    }
-    print(json.dumps(result), flush=True)
-    return result
+    return against_parsing(
+        "ingest_log_lines", "lines/s", n_lines, ingest_s, parse_s,
+        records=n_records, store_bytes=size, bytes_per_line=round(size / n_lines, 1),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@ import gc
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from collectors.logs import parser
 from collectors.logs.parser import parse_lines
 from tests.collectors.logs.reference import parse_lines_regex
 
-__all__ = ["main", "synthesise"]
+__all__ = ["against_parsing", "main", "parse_alone", "synthesise"]
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/logs/glog_2.51_session.log"
 _TIME = re.compile(rb"^([IWEF]\d{4}) \d\d:\d\d:\d\d", re.MULTILINE)
@@ -51,6 +52,34 @@ def synthesise(n_lines: int) -> list[bytes]:
         out.extend(b.splitlines(keepends=True))
         k += 1
     return out[:n_lines]
+
+
+def parse_alone(
+    lines: list[bytes], clock: Callable[[], float] = time.perf_counter
+) -> tuple[int, float]:
+    """The records ``parse_lines`` makes of ``lines`` and the seconds it took by ``clock``:
+    the baseline of the benchmarks that store what it parses."""
+    gc.collect()
+    t0 = clock()
+    n_records = sum(1 for _ in parse_lines(lines, year=2026))
+    return n_records, clock() - t0
+
+
+def against_parsing(
+    bench: str, unit: str, n_lines: int, seconds: float, parse_s: float, **extra: object
+) -> dict[str, object]:
+    """A storing benchmark's line, printed: its lines/s, parsing's alone, and the share of
+    the parse rate that survives storing."""
+    result = {
+        "bench": bench,
+        "value": round(n_lines / seconds),
+        "unit": unit,
+        "baseline": round(n_lines / parse_s),
+        "ratio": round(parse_s / seconds, 3),
+        **extra,
+    }
+    print(json.dumps(result), flush=True)
+    return result
 
 
 def _seconds(fn: object, lines: list[bytes]) -> float:

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -319,7 +319,9 @@ class Store:
                 self._staged_counts()[(name, src)] and self._staged_any(name, keys)
             ):
                 for part in _even_parts(keys, stream.block_records):
-                    self._put_keyed(name, src, [fresh[k] for k in part], part, source)
+                    records = [fresh[k] for k in part]
+                    self._put(name, src, [at for at, _ in records], [e for _, e in records],
+                              [source] * len(part) if source != src else (), part)  # fmt: skip
                 inserted += len(keys)
                 keys = []
             before = self._db.total_changes
@@ -484,7 +486,7 @@ class Store:
                     upto = n if everything else n - n % size
                     for i in range(0, upto, size):
                         j = min(i + size, upto)
-                        self._put_run(src, run.times[i:j], run.events[i:j])
+                        self._put(LOG.name, src, run.times[i:j], run.events[i:j])
                     if upto:
                         cut.append((run, upto))
                 for (stream, src), held in self._bulk.items():
@@ -563,42 +565,30 @@ class Store:
         self, stream: str, src: str, records: list[tuple[int, object, str]], keys: list[str]
     ) -> None:
         """One block of ``(at_ns, record, its source)``, in the caller's transaction."""
-        times = [at for at, _, _ in records]
         own = [s for _, _, s in records]
-        data = encode_block([e for _, e, _ in records], own if set(own) != {src} else ())
-        cur = self._db.execute(
-            "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
-            "data) VALUES (?,?,?,?,?,?,?)",
-            (stream, src, min(times), max(times), time.time_ns(), len(records), data),
-        )
-        if cur.lastrowid is not None:
-            self._remember(cur.lastrowid, frozenset(keys))
+        self._put(stream, src, [at for at, _, _ in records], [e for _, e, _ in records],
+                  own if set(own) != {src} else (), keys)  # fmt: skip
 
-    def _put_keyed(
-        self, stream: str, src: str, records: list[tuple[int, object]], keys: list[str], source: str
+    def _put(
+        self,
+        stream: str,
+        src: str,
+        times: list[int],
+        events: list[object],
+        sources: Sequence[str] = (),
+        keys: list[str] | None = None,
     ) -> None:
-        """:meth:`_put_block` of ``(at_ns, record)`` pairs that all came from ``source``."""
-        times = [at for at, _ in records]
-        events = [e for _, e in records]
-        data = encode_block(events, [source] * len(events) if source != src else ())
+        """One block of ``events`` at ``times``, with their own ``sources`` if not all
+        ``src``, in the caller's transaction; their ``keys`` are remembered for the duplicate
+        check (without them, a later check reads them from the block)."""
         cur = self._db.execute(
             "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
             "data) VALUES (?,?,?,?,?,?,?)",
-            (stream, src, min(times), max(times), time.time_ns(), len(records), data),
-        )
-        if cur.lastrowid is not None:
-            self._remember(cur.lastrowid, frozenset(keys))
-
-    def _put_run(self, src: str, times: list[int], events: list[object]) -> None:
-        """One block of a log's run (:meth:`_run_of`), in the caller's transaction: what
-        :meth:`_put_block` writes for the same records, without remembering their keys (a
-        later duplicate check reads them from the block)."""
-        self._db.execute(
-            "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
-            "data) VALUES (?,?,?,?,?,?,?)",
-            (LOG.name, src, min(times), max(times), time.time_ns(), len(events),
-             encode_block(events)),
+            (stream, src, min(times), max(times), time.time_ns(), len(events),
+             encode_block(events, sources)),
         )  # fmt: skip
+        if keys is not None and cur.lastrowid is not None:
+            self._remember(cur.lastrowid, frozenset(keys))
 
     def _compact_due(self, everything: bool = False) -> None:
         """Move staged records into blocks where a source has a block's worth or has had
