@@ -73,6 +73,7 @@ __all__ = [
     "parse_bytes",
     "parse_lines",
     "parse_runs",
+    "runs_of",
 ]
 
 Event = (
@@ -889,14 +890,30 @@ def _unglued(lines: Iterable[bytes]) -> Iterator[bytes]:
         yield line[start:]
 
 
+def runs_of(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
+    """``lines`` in lists of the size the compiled scan takes at a time."""
+    it = iter(lines)
+    while run := list(islice(it, _RUN)):
+        yield run
+
+
 def parse_lines(
     lines: Iterable[bytes],
-    **kwargs: Any,
+    *,
+    year: int,
+    utc_offset_s: int = 0,
+    offset: int = 0,
+    final: bool = True,
+    stats: ParseStats | None = None,
+    start_ns: int = 0,
 ) -> Iterator[Event]:
     """Yield the events of ``lines`` (bytes, terminators kept) in order; the keywords are
     :func:`parse_runs`'s."""
-    it = iter(lines)
-    for run in parse_runs(iter(lambda: list(islice(it, _RUN)), []), **kwargs):
+    runs = parse_runs(
+        runs_of(lines), year=year, utc_offset_s=utc_offset_s, offset=offset, final=final,
+        stats=stats, start_ns=start_ns,
+    )  # fmt: skip
+    for run in runs:
         yield from run
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import date
 from itertools import chain, islice
-from typing import Any
 
 from collectors.logs.framing import DECIDE_LINES, Framing, decide, remap, unframe
-from collectors.logs.parser import _RUN, Event, ParseStats, parse_lines, parse_runs
+from collectors.logs.parser import Event, ParseStats, parse_lines, parse_runs, runs_of
 
 __all__ = ["parse_log", "parse_log_runs"]
 
@@ -22,10 +21,24 @@ _CHUNK = 20_000
 """Physical lines unwrapped at a time: a whole file is never held in memory."""
 
 
-def parse_log(lines: Iterable[bytes], **kwargs: Any) -> Iterator[Event]:
+def parse_log(
+    lines: Iterable[bytes],
+    *,
+    framing: Framing,
+    year: int,
+    utc_offset_s: int = 0,
+    offset: int = 0,
+    final: bool = True,
+    stats: ParseStats | None = None,
+    start_ns: int = 0,
+    today: date | None = None,
+) -> Iterator[Event]:
     """``parse_lines`` for a log in any frame; the keywords are :func:`parse_log_runs`'s."""
-    it = iter(lines)
-    for run in parse_log_runs(iter(lambda: list(islice(it, _RUN)), []), **kwargs):
+    runs = parse_log_runs(
+        runs_of(lines), framing=framing, year=year, utc_offset_s=utc_offset_s, offset=offset,
+        final=final, stats=stats, start_ns=start_ns, today=today,
+    )  # fmt: skip
+    for run in runs:
         yield from run
 
 

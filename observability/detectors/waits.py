@@ -234,7 +234,16 @@ def analyse(
                 parent.model in learned
                 and req.model not in learned[parent.model]
                 and (origin or {}).get((req.prepared_ns, req.offset)) != CALL
+                and not (
+                    (req.prepared_ns, req.offset) in inst.steps
+                    and not learned[parent.model].isdisjoint(steps)
+                )
             ):
+                # Kept: an ensemble's first step, for a batch of a model that calls an
+                # ensemble (it was learned to call its later steps): the step is how that
+                # call progresses. Not learned as a callee (its requests come with the
+                # ensemble's, at the caller's call), a parent waiting on a 4 s cold start of
+                # the first step read as hung (fr_parse_cold_start, for 2 passes).
                 continue
             elif (
                 parent.model not in learned

@@ -167,3 +167,23 @@ def test_a_parent_waiting_on_a_cold_start_is_not_hung_when_a_newer_parent_also_c
     so the newer was each call's likeliest sender, and the older, waiting on no call of its
     own, read as hung. A batch none of whose calls is likeliest its own waits on them all."""
     assert HungRequestDetector().detect(sliding_window("doc_extract_cold_start", at_s)) == []
+
+
+@pytest.mark.parametrize("at_s", [14, 15])
+def test_a_parent_waiting_on_an_ensembles_first_step_in_its_cold_start_is_not_hung(
+    at_s: float,
+) -> None:
+    """fr_parse_cold_start, ``watch`` 14 and 15 s in: fr_gateway calls the ensemble
+    fr_features, whose first step fr_parse was reloaded and takes 4 s over its first batch.
+    A first step is never learned as a callee (its requests come with the ensemble's, at
+    the caller's call), so both gateways waited on no call of theirs and read as hung,
+    critical, for 2 passes. A model that calls an ensemble (it was learned to call the
+    ensemble's later steps) now waits on the first steps admitted after its batch began."""
+    assert HungRequestDetector().detect(sliding_window("fr_parse_cold_start", at_s)) == []
+
+
+def test_a_hang_in_an_ensembles_later_step_is_still_its_callers() -> None:
+    """fr_enrich_hang: the ensemble's second step hangs; the gateway calling the ensemble is
+    found hung, as before (its first steps, now its possible calls, have ended)."""
+    found = HungRequestDetector().detect(sliding_window("fr_enrich_hang", 25))
+    assert "fr_gateway" in {f.model for f in found}
