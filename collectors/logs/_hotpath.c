@@ -461,7 +461,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
 static int iso_line(const char *s, Py_ssize_t n, long long off, PyObject *iso, PyObject *sources,
                     PyObject *sink, long long *last_at, int *at_known, int *block,
                     long long *iso_s, long long *iso_k) {
-    if (n <= 24 || s[19] != 'Z' || s[20] != ' ' || s[22] != ' ') return PUNT;
+    if (!iso || n <= 24 || s[19] != 'Z' || s[20] != ' ' || s[22] != ' ') return PUNT;
     PyObject *level = levels[(unsigned char)s[21]];
     if (!level) return PUNT;
     Py_ssize_t p = 23;
@@ -611,25 +611,33 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *lines, *sink, *glog, *iso, *sources, *last_at_in, *off_in;
+    PyObject *lines, *sink, *glog, *iso, *sources, *last_at_in, *off_in, *iso_s_in, *iso_k_in;
     Py_ssize_t i;
     int block;
-    long long iso_s, iso_k;
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!O!LL", &PyList_Type, &lines, &i, &PyList_Type, &sink,
+    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!O!OO", &PyList_Type, &lines, &i, &PyList_Type, &sink,
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
-                          &PyDict_Type, &sources, &iso_s, &iso_k))
+                          &PyDict_Type, &sources, &iso_s_in, &iso_k_in))
         return NULL;
+    /* The ISO8601 second being spread: past 64 bits (a year-9999 header is 2.5e20 ns), every
+     * ISO8601 line goes back to Python, which keeps it as it is */
+    int over_s = 0, over_k = 0;
+    long long iso_s = PyLong_AsLongLongAndOverflow(iso_s_in, &over_s);
+    if (iso_s == -1 && PyErr_Occurred()) return NULL;
+    long long iso_k = PyLong_AsLongLongAndOverflow(iso_k_in, &over_k);
+    if (iso_k == -1 && PyErr_Occurred()) return NULL;
+    int iso_ok = !over_s && !over_k;
+    if (!iso_ok) iso = NULL;
     Py_ssize_t n_rec = 0, n_info = 0, n_blank = 0, n_cont = 0, start = i;
     long long off = PyLong_AsLongLong(off_in);
     if (off == -1 && PyErr_Occurred()) {
         if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
         PyErr_Clear(); /* an offset past 2**63 (a fuzzer's): Python reads every line */
-        return Py_BuildValue("nOOinnnnnLL", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, iso_s,
-                             iso_k);
+        return Py_BuildValue("nOOinnnnnOO", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, iso_s_in,
+                             iso_k_in);
     }
     /* last_at stays the caller's object (any int: a fuzzed year) until a line here sets it;
      * a headerless line before that needs it as a number, or goes back to Python */
@@ -653,14 +661,21 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         n_cont += r == CONTINUATION;
         off += PyBytes_GET_SIZE(line);
     }
+    PyObject *s_out = iso_ok ? PyLong_FromLongLong(iso_s) : Py_NewRef(iso_s_in);
+    PyObject *k_out = iso_ok ? PyLong_FromLongLong(iso_k) : Py_NewRef(iso_k_in);
+    if (!s_out || !k_out) {
+        Py_XDECREF(s_out);
+        Py_XDECREF(k_out);
+        return NULL;
+    }
     if (i == start)
-        return Py_BuildValue("nOOinnnnnLL", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, iso_s,
-                             iso_k);
+        return Py_BuildValue("nOOinnnnnNN", i, off_in, last_at_in, block, 0, 0, 0, 0, 0, s_out,
+                             k_out);
     if (!at_known) /* no header here set it: the caller's, as it was */
-        return Py_BuildValue("nLOinnnnnLL", i, off, last_at_in, block, i - start, n_rec, n_info,
-                             n_blank, n_cont, iso_s, iso_k);
-    return Py_BuildValue("nLLinnnnnLL", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
-                         n_cont, iso_s, iso_k);
+        return Py_BuildValue("nLOinnnnnNN", i, off, last_at_in, block, i - start, n_rec, n_info,
+                             n_blank, n_cont, s_out, k_out);
+    return Py_BuildValue("nLLinnnnnNN", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
+                         n_cont, s_out, k_out);
 }
 
 static int kind_of(int k, PyObject *spec) {

@@ -315,6 +315,11 @@ _SURROGATE_ID = (
     b'W1231 23:59:59.000000 1 x.cc:1] "a"\nI0101 00:00:00.00:02.6 1 x.cc:1] "b"\n'
     b"I1122 03:25:00.874178 4403 python_be.cc:1310] model a, instance b, executing 1 requests\n"
 )
+@example(  # an ISO8601 second past 64 bits of nanoseconds, then the compiled scan again
+    b'9999-12-31T23:59:59Z I 1 x.cc:1] "a"\n'
+    b'9999-12-31T23:59:59Z I 1 infer_request.cc:132] "[request id: <id_unknown>] Setting state '
+    b'from INITIALIZED to PENDING"\n' * 600
+)
 def test_mutated_logs(data: bytes) -> None:
     with keep_on_failure("logs", "mutated", data, "log"):
         check_log(data)
