@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from collectors.logs._ctor import fast_ctor
 from collectors.logs.hotpath import scanner
@@ -66,9 +66,14 @@ from observability.events import (
     WarmupRun,
 )
 
+if TYPE_CHECKING:  # typing.Unpack for **kwargs is Python 3.11+ (the package supports 3.10)
+    from typing_extensions import Unpack
+
+
 __all__ = [
     "MAX_TEXT",
     "Event",
+    "ParseOptions",
     "ParseStats",
     "parse_bytes",
     "parse_lines",
@@ -897,23 +902,22 @@ def runs_of(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
         yield run
 
 
+class ParseOptions(TypedDict, total=False):
+    """:func:`parse_runs`'s keywords beside ``year``, for the functions that hand them on."""
+
+    utc_offset_s: int
+    offset: int
+    final: bool
+    stats: ParseStats | None
+    start_ns: int
+
+
 def parse_lines(
-    lines: Iterable[bytes],
-    *,
-    year: int,
-    utc_offset_s: int = 0,
-    offset: int = 0,
-    final: bool = True,
-    stats: ParseStats | None = None,
-    start_ns: int = 0,
+    lines: Iterable[bytes], *, year: int, **options: Unpack[ParseOptions]
 ) -> Iterator[Event]:
     """Yield the events of ``lines`` (bytes, terminators kept) in order; the keywords are
     :func:`parse_runs`'s."""
-    runs = parse_runs(
-        runs_of(lines), year=year, utc_offset_s=utc_offset_s, offset=offset, final=final,
-        stats=stats, start_ns=start_ns,
-    )  # fmt: skip
-    for run in runs:
+    for run in parse_runs(runs_of(lines), year=year, **options):
         yield from run
 
 
@@ -1166,6 +1170,7 @@ _SCAN = scanner(
         "ids": _ids,
     }
 )
+
 """The compiled hot path (reads the lines it is sure of, hands back the rest), or None."""
 
 

@@ -11,9 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import date
 from itertools import chain, islice
+from typing import TYPE_CHECKING
 
 from collectors.logs.framing import DECIDE_LINES, Framing, decide, remap, unframe
-from collectors.logs.parser import Event, ParseStats, parse_lines, parse_runs, runs_of
+from collectors.logs.parser import (
+    Event,
+    ParseOptions,
+    ParseStats,
+    parse_lines,
+    parse_runs,
+    runs_of,
+)
+
+if TYPE_CHECKING:  # typing.Unpack for **kwargs is Python 3.11+ (the package supports 3.10)
+    from typing_extensions import Unpack
 
 __all__ = ["parse_log", "parse_log_runs"]
 
@@ -21,24 +32,17 @@ _CHUNK = 20_000
 """Physical lines unwrapped at a time: a whole file is never held in memory."""
 
 
+class LogOptions(ParseOptions, total=False):
+    """:func:`parse_log_runs`'s keywords beside ``framing`` and ``year``."""
+
+    today: date | None
+
+
 def parse_log(
-    lines: Iterable[bytes],
-    *,
-    framing: Framing,
-    year: int,
-    utc_offset_s: int = 0,
-    offset: int = 0,
-    final: bool = True,
-    stats: ParseStats | None = None,
-    start_ns: int = 0,
-    today: date | None = None,
+    lines: Iterable[bytes], *, framing: Framing, year: int, **options: Unpack[LogOptions]
 ) -> Iterator[Event]:
     """``parse_lines`` for a log in any frame; the keywords are :func:`parse_log_runs`'s."""
-    runs = parse_log_runs(
-        runs_of(lines), framing=framing, year=year, utc_offset_s=utc_offset_s, offset=offset,
-        final=final, stats=stats, start_ns=start_ns, today=today,
-    )  # fmt: skip
-    for run in runs:
+    for run in parse_log_runs(runs_of(lines), framing=framing, year=year, **options):
         yield from run
 
 
