@@ -1,18 +1,23 @@
 /* A store block's columns as JSON, compiled: what json.dumps(blocks._pack(column)) writes.
  *
  * Why: packing a block's columns and writing them as JSON value by value was half of the time
- * an ingest spent outside the parser (issue 13). This writes the two forms nearly every column
+ * an ingest spent outside the parser (issue 13). This writes the forms nearly every column
  * takes, byte for byte as the Python code does:
  *
  *   - every value an exact int: deltas, "[1,[first,d1,...]]", or divided by their common factor
  *     when it is above 1, "[5,step,first,[d1/step,...]]" (blocks._pack);
+ *   - every value a str or None, at most half as many distinct: "[6,[uniques],[index,...]]";
  *   - every value a str, int, float, bool or None: "[0,[v,...]]", each as json.dumps writes it
- *     with ensure_ascii=False.
+ *     with ensure_ascii=False;
+ *   - every value a tuple or list of exact ints (an output's shape): "[3,k,[column,...]]" or
+ *     "[2,lengths,items]" (columns() only).
  *
- * Anything else (lists, records, a str with a lone surrogate, an int past 64 bits, a delta
- * that overflows) returns None, and the caller packs that column in Python: the reference,
- * which tests/store/test_blockpack.py compares against on real blocks and on hypothesis'
- * columns.
+ * Anything else (records, a str with a lone surrogate, an int past 64 bits, a delta that
+ * overflows) is handed back, and the caller packs that column in Python: the reference, which
+ * tests/store/test_blockpack.py compares against on real blocks and on hypothesis' columns.
+ * columns() also reads a kind's columns off its records (their slots, looked up once per
+ * column), group() splits a block's records by kind, and log_run() tells whether a log's batch
+ * can be held without keys (Store._run_of).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -77,12 +77,10 @@ def _enum_of(hint: Any) -> type[enum.Enum] | None:
 def _column_plainer(hint: Any) -> Callable[[list[Any]], list[Any]]:
     """A function from a column of ``hint``'s values to what ``_plain`` makes of each: an
     enum's by a table (most log columns that are not plain are a line's level)."""
-    if _stays_plain(hint):
+    table = _column_spec(hint)
+    if table is None:
         return lambda col: col
-    tp = _enum_of(hint)
-    if tp is not None:
-        table: dict[Any, Any] = {m: m.value for m in tp}
-        table[None] = None
+    if isinstance(table, dict):
 
         def plain_enum(col: list[Any]) -> list[Any]:
             try:
@@ -95,8 +93,9 @@ def _column_plainer(hint: Any) -> Callable[[list[Any]], list[Any]]:
 
 
 def _column_spec(hint: Any) -> dict[Any, Any] | bool | None:
-    """What ``_blockpack.columns`` does to a column of ``hint`` before packing it: nothing
-    (None), an enum's table (as :func:`_column_plainer`'s), or hands it back (False)."""
+    """What a column of ``hint`` needs to become plain, for :func:`_column_plainer` and
+    ``_blockpack.columns``: nothing (None), an enum's table of members to values, or any
+    value made plain one by one (False: the compiled reader hands it back)."""
     if _stays_plain(hint):
         return None
     tp = _enum_of(hint)
