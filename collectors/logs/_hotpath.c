@@ -744,7 +744,7 @@ static PyMethodDef methods_table[] = {
     {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
     {"scan", scan, METH_VARARGS,
      "scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k) -> "
-     "(i, offset, last_at, block, lines, records, info, blank, continuation)"},
+     "(i, offset, last_at, block, lines, records, info, blank, continuation, iso_s, iso_k)"},
     {NULL, NULL, 0, NULL},
 };
 

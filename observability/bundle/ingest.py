@@ -25,6 +25,7 @@ from collectors.logs.parser import ParseStats
 from collectors.logs.reader import parse_log_runs
 from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
+from collectors.tail.reader import whole_lines
 from collectors.traces.parser import parse_trace_file_lenient
 from observability import events as ev
 from observability.bundle.layout import (
@@ -82,24 +83,15 @@ class _LogLines:
         self.skipped: list[tuple[int, int]] = []
         """``(offset, length)`` of each over-long line."""
 
-    def run(self) -> Iterator[bytes]:
-        for lines in self.runs():
-            yield from lines
-
     def runs(self) -> Iterator[list[bytes]]:
-        """:meth:`run`'s lines, a list per read (no generator step a line)."""
+        """The lines up to the end or the next over-long line, a list per read (no generator
+        step a line)."""
         limit = self._limit
         while True:
             buf = self._buf
             end = buf.rfind(b"\n") + 1
             if end:
-                whole = buf[:end]
-                # bytes.splitlines also ends a line at a lone \r, which readline does not.
-                lines = (
-                    whole.splitlines(keepends=True)
-                    if b"\r" not in whole
-                    else [line + b"\n" for line in whole[:-1].split(b"\n")]
-                )
+                lines = whole_lines(buf[:end])
                 if end <= limit or max(map(len, lines)) <= limit:
                     self._buf = buf[end:]
                     self.offset += end

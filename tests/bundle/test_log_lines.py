@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from itertools import chain
 from typing import BinaryIO
 
 from hypothesis import given, settings
@@ -49,7 +50,8 @@ def _read(reader: _LogLines | _Reference) -> tuple[list[tuple[int, list[bytes]]]
         if reader.eof:
             break
         start = reader.offset
-        runs.append((start, list(reader.run())))
+        lines = reader.run() if isinstance(reader, _Reference) else chain(*reader.runs())
+        runs.append((start, list(lines)))
     return runs, [reader.offset, *reader.skipped]
 
 
