@@ -7,6 +7,8 @@
  * hot path would have made from the same line, and a line it is unsure of costs only speed.
  * "Unsure" is generous: a number with a sign or an underscore, an escaped request id, a
  * cache miss, a message the Python handler would look at twice: all go back.
+ *
+ * split_lines() cuts a read into those lines for the readers (collectors.tail.reader).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,9 +52,18 @@ enum { PUNT = -1, NONE = 0, REC = 1, FAIL = -2, BLANK = 2, CONTINUATION = 3 };
 
 static Py_ssize_t find(const char *s, Py_ssize_t start, Py_ssize_t end, const char *pat,
                        Py_ssize_t plen) {
+    /* memchr for the first byte, memcmp for the rest: glibc's memmem sets up a two-way
+     * search at every call, and on a log line's few dozen bytes that setup was most of
+     * memmem's time, itself a tenth of a log's ingest. */
     if (start < 0 || end - start < plen) return -1;
-    const char *hit = memmem(s + start, (size_t)(end - start), pat, (size_t)plen);
-    return hit ? (Py_ssize_t)(hit - s) : -1;
+    const char *p = s + start, *last = s + end - plen;
+    while (p <= last) {
+        p = memchr(p, pat[0], (size_t)(last - p + 1));
+        if (p == NULL) return -1;
+        if (memcmp(p + 1, pat + 1, (size_t)(plen - 1)) == 0) return (Py_ssize_t)(p - s);
+        p++;
+    }
+    return -1;
 }
 #define FIND(s, a, b, lit) find((s), (a), (b), (lit), (Py_ssize_t)(sizeof(lit) - 1))
 
@@ -91,21 +102,60 @@ static int has_byte(const char *s, Py_ssize_t a, Py_ssize_t b, char c) {
     return b > a && memchr(s + a, c, (size_t)(b - a)) != NULL;
 }
 
+/* A dict lookup by a slice of the line, remembered for the rest of one scan() call. Building
+ * a bytes key, hashing it and probing the dict for every header's clock, source and tokens
+ * was a tenth of a log's ingest; most lines repeat the last few keys. An entry holds a
+ * reference of its own (the scan may clear the table it came from) and the memo is emptied
+ * when a call begins, since Python may change the tables between calls. Keys longer than
+ * MEMO_KEY, and misses, go to the dict every time. */
+#define MEMO_N 64
+#define MEMO_KEY 48
+
+typedef struct {
+    Py_ssize_t len;
+    char key[MEMO_KEY];
+    PyObject *val;
+} Memo;
+
+static Memo memo_glog[MEMO_N], memo_src[MEMO_N], memo_str[MEMO_N], memo_trans[MEMO_N];
+
+static void memo_clear(Memo *tab) {
+    for (int i = 0; i < MEMO_N; i++) Py_CLEAR(tab[i].val);
+}
+
+static Memo *memo_slot(Memo *tab, const char *s, Py_ssize_t len) {
+    unsigned int h = 2166136261u;
+    for (Py_ssize_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return &tab[(h ^ (h >> 16)) & (MEMO_N - 1)];
+}
+
+static void memo_put(Memo *m, const char *s, Py_ssize_t len, PyObject *val) {
+    Py_INCREF(val);
+    Py_XSETREF(m->val, val);
+    m->len = len;
+    memcpy(m->key, s, (size_t)len);
+}
+
+/* dict[s[:len]] borrowed, or NULL with or without an error set (a miss). */
+static PyObject *memo_get(Memo *tab, PyObject *dict, const char *s, Py_ssize_t len) {
+    Memo *m = len <= MEMO_KEY ? memo_slot(tab, s, len) : NULL;
+    if (m && m->val && m->len == len && memcmp(m->key, s, (size_t)len) == 0) return m->val;
+    PyObject *key = PyBytes_FromStringAndSize(s, len);
+    if (!key) return NULL;
+    PyObject *hit = PyDict_GetItemWithError(dict, key);
+    Py_DECREF(key);
+    if (hit && m) memo_put(m, s, len, hit);
+    return hit;
+}
+
 /* parser._s: a short token decoded with errors="replace", through the same intern table. */
 static PyObject *token(const char *s, Py_ssize_t a, Py_ssize_t b) {
     if (b < a) b = a;
+    PyObject *hit = memo_get(memo_str, str_cache, s + a, b - a);
+    if (hit) return Py_NewRef(hit);
+    if (PyErr_Occurred()) return NULL;
     PyObject *key = PyBytes_FromStringAndSize(s + a, b - a);
     if (!key) return NULL;
-    PyObject *hit = PyDict_GetItemWithError(str_cache, key);
-    if (hit) {
-        Py_DECREF(key);
-        Py_INCREF(hit);
-        return hit;
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return NULL;
-    }
     PyObject *text = PyUnicode_DecodeUTF8(s + a, b - a, "replace");
     if (text && PyDict_GET_SIZE(str_cache) < 65536 && PyDict_SetItem(str_cache, key, text) < 0)
         Py_CLEAR(text);
@@ -185,10 +235,8 @@ static int request_message(const char *s, Py_ssize_t m, Py_ssize_t j, Py_ssize_t
                            PyObject **out) {
     Py_ssize_t k = j + 2;
     if (STARTS(s, k, e, "Setting state from ")) {
-        PyObject *tail = PyBytes_FromStringAndSize(s + k + 19, e - (k + 19) > 0 ? e - (k + 19) : 0);
-        if (!tail) return FAIL;
-        PyObject *states = PyDict_GetItemWithError(transitions, tail);
-        Py_DECREF(tail);
+        PyObject *states =
+            memo_get(memo_trans, transitions, s + k + 19, e - (k + 19) > 0 ? e - (k + 19) : 0);
         if (!states) return PyErr_Occurred() ? FAIL : PUNT; /* Python fills the table */
         if (!PyTuple_CheckExact(states) || PyTuple_GET_SIZE(states) != 2) return PUNT;
         PyObject *raw = PyBytes_FromStringAndSize(s + m + 13, j - (m + 13));
@@ -390,10 +438,7 @@ static int block_after(const char *s, Py_ssize_t n) {
 }
 
 static long long glog_base(PyObject *glog, const char *s) {
-    PyObject *key = PyBytes_FromStringAndSize(s + 1, 13);
-    if (!key) return -2;
-    PyObject *base = PyDict_GetItemWithError(glog, key);
-    Py_DECREF(key);
+    PyObject *base = memo_get(memo_glog, glog, s + 1, 13);
     if (!base) return PyErr_Occurred() ? -2 : -1;
     long long v = PyLong_AsLongLong(base);
     if (v == -1 && PyErr_Occurred()) {
@@ -528,10 +573,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
                        PyObject *level, long long at_ns, long long off, PyObject *sources,
                        PyObject *sink, long long *last_at, int *at_known, int *block) {
     if (s[close + 2] != '"' || s[n - 2] != '"' || !(close + 3 < n - 2)) return PUNT;
-    PyObject *key = PyBytes_FromStringAndSize(s + sp + 1, close - sp - 1);
-    if (!key) return FAIL;
-    PyObject *src = PyDict_GetItemWithError(sources, key);
-    Py_DECREF(key);
+    PyObject *src = memo_get(memo_src, sources, s + sp + 1, close - sp - 1);
     if (!src) return PyErr_Occurred() ? FAIL : PUNT;
     if (!PyTuple_CheckExact(src) || PyTuple_GET_SIZE(src) != 4) return PUNT;
     PyObject *handler = PyTuple_GET_ITEM(src, 0);
@@ -622,6 +664,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
                           &PyDict_Type, &sources, &iso_s_in, &iso_k_in))
         return NULL;
+    memo_clear(memo_glog);
+    memo_clear(memo_src);
+    memo_clear(memo_str);
+    memo_clear(memo_trans);
     /* The ISO8601 second being spread: past 64 bits (a year-9999 header is 2.5e20 ns), every
      * ISO8601 line goes back to Python, which keeps it as it is */
     int over_s = 0, over_k = 0;
@@ -740,11 +786,55 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ line splitting */
+
+/* split_lines(data, end, limit): data[:end] as its lines, each ending after a "\n" (a last
+ * piece without one as it is), or None if one is longer than limit. bytes.splitlines, which
+ * the readers used, tests every byte for two line breaks and was an eighth of a log's
+ * ingest; memchr finds the one a log has. */
+static PyObject *split_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *data;
+    Py_ssize_t end, limit;
+    if (!PyArg_ParseTuple(args, "O!nn:split_lines", &PyBytes_Type, &data, &end, &limit))
+        return NULL;
+    if (end < 0 || end > PyBytes_GET_SIZE(data)) {
+        PyErr_SetString(PyExc_ValueError, "split_lines: end outside the data");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(data);
+    Py_ssize_t count = 0;
+    for (Py_ssize_t p = 0; p < end;) {
+        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
+        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : end;
+        if (stop - p > limit) Py_RETURN_NONE;
+        count++;
+        p = stop;
+    }
+    PyObject *out = PyList_New(count);
+    if (!out) return NULL;
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
+        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : end;
+        PyObject *line = PyBytes_FromStringAndSize(s + p, stop - p);
+        if (!line) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, line);
+        p = stop;
+    }
+    return out;
+}
+
 static PyMethodDef methods_table[] = {
     {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
     {"scan", scan, METH_VARARGS,
      "scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k) -> "
      "(i, offset, last_at, block, lines, records, info, blank, continuation, iso_s, iso_k)"},
+    {"split_lines", split_lines, METH_VARARGS,
+     "split_lines(data, end, limit) -> data[:end]'s lines, or None if one is past limit"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Scan", "scanner"]
+__all__ = ["Scan", "SplitLines", "line_splitter", "scanner"]
 
 Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int, int, int]]
 """``scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k)`` ->
@@ -27,6 +27,23 @@ Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int, int, int
 reads ``lines[i:]`` into ``sink`` up to the first line it hands back (the returned ``i``);
 ``info``, ``blank`` and ``continuation`` count skipped lines, and ``iso_s``/``iso_k`` carry
 the ISO8601 second being spread and its records so far (parser._ISO_SPREAD_MAX)."""
+
+
+SplitLines = Callable[[bytes, int, int], "list[bytes] | None"]
+"""``split_lines(data, end, limit)`` -> ``data[:end]``'s ``\\n``-terminated lines, or None
+if one is longer than ``limit``."""
+
+
+def line_splitter() -> SplitLines | None:
+    """The compiled line splitter, or None (no extension, or ``TRITON_OBS_PURE_PARSER=1``)."""
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        return None
+    try:
+        from collectors.logs import _hotpath  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    split: SplitLines = _hotpath.split_lines
+    return split
 
 
 def _members(cls: type) -> tuple[type, tuple[Any, ...]]:

@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from collectors.logs.hotpath import SplitLines, line_splitter
 from collectors.tail.fingerprint import FINGERPRINT_BYTES, FileIdentity, head_identity, matches
 
 __all__ = ["CHUNK_BYTES", "FileReader", "ReadResult", "whole_lines"]
@@ -29,14 +30,23 @@ __all__ = ["CHUNK_BYTES", "FileReader", "ReadResult", "whole_lines"]
 CHUNK_BYTES = 256 * 1024
 
 
-def whole_lines(whole: bytes) -> list[bytes]:
-    """``whole`` (bytes ending in ``\n``) as its ``\n``-terminated lines, split at C speed:
-    a ``find`` a line was a tenth of a busy log's collection. ``bytes.splitlines`` also ends
-    a line at a lone ``\r``, which a log's line does not, so where there is one the split is
-    at ``\n`` alone."""
+def _whole_lines(data: bytes, end: int, limit: int) -> list[bytes] | None:
+    """The compiled splitter's reference (and stand-in where it was not built).
+    ``bytes.splitlines`` also ends a line at a lone ``\r``, which a log's line does not, so
+    where there is one the split is at ``\n`` alone."""
+    whole = data[:end]
     if b"\r" not in whole:
-        return whole.splitlines(keepends=True)
-    return [line + b"\n" for line in whole[:-1].split(b"\n")]
+        lines = whole.splitlines(keepends=True)
+    else:
+        lines = [line + b"\n" for line in whole[:-1].split(b"\n")]
+    return lines if end <= limit or max(map(len, lines)) <= limit else None
+
+
+whole_lines: SplitLines = line_splitter() or _whole_lines
+"""``whole_lines(data, end, limit)``: ``data[:end]`` (ending in ``\n``) as its
+``\n``-terminated lines, or None if one is longer than ``limit``. A ``find`` a line was a
+tenth of a busy log's collection, and ``splitlines`` an eighth of an ingest: the compiled
+splitter (``collectors/logs/_hotpath.c``) cuts at the ``\n``s that ``memchr`` finds."""
 
 
 @dataclass(slots=True)
@@ -123,8 +133,8 @@ class FileReader:
         start = 0
         end = data.rfind(b"\n") + 1
         if self.skip_from is None and end:  # the usual read: whole lines, none too long
-            lines = whole_lines(data[:end])
-            if end <= limit or max(map(len, lines)) <= limit:
+            lines = whole_lines(data, end, limit)
+            if lines is not None:
                 starts = accumulate(map(len, lines), initial=base)  # one more: the end
                 res.lines.extend(zip(starts, lines, strict=False))
                 start = end

@@ -91,12 +91,13 @@ class _LogLines:
             buf = self._buf
             end = buf.rfind(b"\n") + 1
             if end:
-                lines = whole_lines(buf[:end])
-                if end <= limit or max(map(len, lines)) <= limit:
+                lines = whole_lines(buf, end, limit)
+                if lines is not None:
                     self._buf = buf[end:]
                     self.offset += end
                     yield lines
                     continue
+                lines = whole_lines(buf, end, end) or []  # one is too long: which
                 for n, line in enumerate(lines):
                     if len(line) > limit:
                         cut = sum(map(len, lines[:n]))

@@ -294,3 +294,33 @@ def test_an_iso8601_log_is_the_compiled_scans_and_reads_as_python_reads_it(
     monkeypatch.setattr(parser, "_one", counted)
     _parse(lines, True)
     assert by_python < len(lines) // 20, f"Python read {by_python} of {len(lines)} lines"
+
+
+_PIECE = st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"\x85", b"\x0b"]), max_size=30)
+
+
+def test_the_readers_split_with_the_compiled_splitter() -> None:
+    from collectors.tail import reader
+
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        pytest.skip("TRITON_OBS_PURE_PARSER=1 asks for the Python path")
+    assert reader.whole_lines is not reader._whole_lines
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(pieces=_PIECE, limit=st.integers(1, 12), cut=st.integers(0, 30))
+def test_split_lines_is_its_reference(pieces: list[bytes], limit: int, cut: int) -> None:
+    """The compiled ``split_lines`` cuts a read as ``reader._whole_lines`` does: at ``\\n``
+    alone (never at a lone ``\\r`` or the other breaks ``splitlines`` knows), None where a
+    line is past ``limit``, whatever follows the last ``\\n`` left out."""
+    from collectors.logs.hotpath import line_splitter
+    from collectors.tail.reader import _whole_lines
+
+    split = line_splitter()
+    if split is None:
+        pytest.skip("the extension is not built")
+    data = b"".join(pieces) + b"tail"[: cut % 5]
+    end = data.rfind(b"\n") + 1
+    assert split(data, end, limit) == _whole_lines(data, end, limit)
+    with pytest.raises(ValueError):
+        split(data, len(data) + 1, limit)
