@@ -60,20 +60,34 @@ buf_put(Buf *b, const char *s, Py_ssize_t n)
     return 0;
 }
 
-/* As "%lld" writes it. snprintf's parsing of its format was a tenth of a log's ingest. */
+/* ``sep`` (unless 0), then v as "%lld" writes it, straight into the buffer. snprintf's
+ * parsing of its format was a tenth of a log's ingest, and a buf_put a piece a twentieth. */
 static int
-buf_int(Buf *b, long long v)
+buf_sep_int(Buf *b, char sep, long long v)
 {
-    char tmp[24];
+    if (buf_grow(b, 22) < 0)
+        return -1;
+    char tmp[20];
     char *end = tmp + sizeof tmp, *p = end;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
     do {
         *--p = (char)('0' + u % 10);
         u /= 10;
     } while (u);
+    char *out = b->data + b->len;
+    if (sep)
+        *out++ = sep;
     if (v < 0)
-        *--p = '-';
-    return buf_put(b, p, (Py_ssize_t)(end - p));
+        *out++ = '-';
+    memcpy(out, p, (size_t)(end - p));
+    b->len = out + (end - p) - b->data;
+    return 0;
+}
+
+static int
+buf_int(Buf *b, long long v)
+{
+    return buf_sep_int(b, 0, v);
 }
 
 /* A str as json's C encoder writes it with ensure_ascii=False (_json.c escape_unicode):
@@ -225,7 +239,7 @@ pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
                 buf_put(b, ",", 1) < 0 || buf_int(b, first) < 0 || buf_put(b, ",[", 2) < 0)
                 goto fail;
             for (Py_ssize_t i = 0; i + 1 < n; i++) {
-                if ((i && buf_put(b, ",", 1) < 0) || buf_int(b, v[i] / (long long)step) < 0)
+                if (buf_sep_int(b, i ? ',' : 0, v[i] / (long long)step) < 0)
                     goto fail;
             }
             if (buf_put(b, "]]", 2) < 0)
@@ -235,7 +249,7 @@ pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
             if (buf_put(b, "[1,[", 4) < 0 || buf_int(b, first) < 0)
                 goto fail;
             for (Py_ssize_t i = 0; i + 1 < n; i++) {
-                if (buf_put(b, ",", 1) < 0 || buf_int(b, v[i]) < 0)
+                if (buf_sep_int(b, ',', v[i]) < 0)
                     goto fail;
             }
             if (buf_put(b, "]]", 2) < 0)
@@ -307,7 +321,7 @@ pack_text(Buf *b, PyObject *const *items, Py_ssize_t n)
     if (buf_put(b, "],[", 3) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n; i++)
-        if ((i && buf_put(b, ",", 1) < 0) || buf_int(b, (long long)at[i]) < 0)
+        if (buf_sep_int(b, i ? ',' : 0, (long long)at[i]) < 0)
             goto done;
     if (buf_put(b, "]]", 2) < 0)
         goto done;
@@ -597,28 +611,51 @@ columns(PyObject *self, PyObject *args)
 }
 
 /* Whether a record type carries its time and offset in a ``header`` (a log line's
- * LogRecord) or as its own fields (a stub's bare print): looked up once per type. */
+ * LogRecord) or as its own fields (a stub's bare print), and where its slots for them are:
+ * looked up once per type. getattr a field was a twentieth of an ingest. */
 #define RUN_TYPES 32
 
 typedef struct {
     PyTypeObject *type[RUN_TYPES];
     int header[RUN_TYPES];
+    Py_ssize_t slot[RUN_TYPES][3]; /* header, at_ns, offset: 0 reads by getattr */
     int n;
 } TypeCache;
 
 static int
-has_header(TypeCache *cache, PyTypeObject *type, PyObject *name)
+type_entry(TypeCache *cache, PyTypeObject *type, PyObject *const names[3])
 {
     for (int i = 0; i < cache->n; i++)
         if (cache->type[i] == type)
-            return cache->header[i];
-    int has = PyObject_HasAttr((PyObject *)type, name);
-    if (cache->n < RUN_TYPES) {
-        cache->type[cache->n] = type;
-        cache->header[cache->n] = has;
-        cache->n++;
+            return i;
+    if (cache->n == RUN_TYPES)
+        return -1;
+    int i = cache->n++;
+    cache->type[i] = type;
+    cache->header[i] = PyObject_HasAttr((PyObject *)type, names[0]);
+    for (int k = 0; k < 3; k++)
+        cache->slot[i][k] = slot_of(type, names[k]);
+    return i;
+}
+
+/* obj.<names[k]> (a new reference), by its slot where the cache knows it. */
+static PyObject *
+field(TypeCache *cache, PyObject *obj, PyObject *const names[3], int k)
+{
+    int i = type_entry(cache, Py_TYPE(obj), names);
+    if (i >= 0 && cache->slot[i][k]) {
+        PyObject *v = *(PyObject **)((char *)obj + cache->slot[i][k]);
+        if (v != NULL)
+            return Py_NewRef(v);
     }
-    return has;
+    return PyObject_GetAttr(obj, names[k]);
+}
+
+static int
+has_header(TypeCache *cache, PyTypeObject *type, PyObject *const names[3])
+{
+    int i = type_entry(cache, type, names);
+    return i >= 0 ? cache->header[i] : PyObject_HasAttr((PyObject *)type, names[0]);
 }
 
 /* An exact int that fits 64 bits, into *out; 0 for anything else. */
@@ -659,19 +696,20 @@ log_run(PyObject *self, PyObject *events)
     if (times == NULL)
         return NULL;
     TypeCache cache = {.n = 0};
+    PyObject *const names[3] = {s_header, s_at_ns, s_offset};
     long long first = 0, last = 0;
     Py_ssize_t same_from = 0; /* where the records at offset ``last`` begin */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *e = PyList_GET_ITEM(events, i);
         PyObject *holder = e;
-        int header = has_header(&cache, Py_TYPE(e), s_header);
+        int header = has_header(&cache, Py_TYPE(e), names);
         if (header) {
-            holder = PyObject_GetAttr(e, s_header);
+            holder = field(&cache, e, names, 0);
             if (holder == NULL)
                 goto fail;
         }
-        PyObject *at = PyObject_GetAttr(holder, s_at_ns);
-        PyObject *off = at == NULL ? NULL : PyObject_GetAttr(holder, s_offset);
+        PyObject *at = field(&cache, holder, names, 1);
+        PyObject *off = at == NULL ? NULL : field(&cache, holder, names, 2);
         if (header)
             Py_DECREF(holder);
         if (off == NULL) {
@@ -749,7 +787,7 @@ group(PyObject *self, PyObject *events)
         }
         if (PyList_Append(PyList_GET_ITEM(groups, at), e) < 0)
             goto fail;
-        if ((i && buf_put(&b, ",", 1) < 0) || buf_int(&b, (long long)at) < 0)
+        if (buf_sep_int(&b, i ? ',' : 0, (long long)at) < 0)
             goto fail;
     }
     if (buf_put(&b, "]", 1) < 0)
