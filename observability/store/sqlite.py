@@ -284,9 +284,10 @@ class Store:
         table holds already is a duplicate. A group of at least a block's worth goes straight
         into blocks, the rest into ``staged``."""
         ignored = duplicates = 0
-        if not _SETUP_TYPES.isdisjoint(map(type, events)):
+        types = set(map(type, events))  # one pass for both questions
+        if not _SETUP_TYPES.isdisjoint(types):
             self._keep_setup([e for e in events if type(e) in _SETUP_TYPES], source)
-        if self._bulk is not None and self._run_of(events, source):
+        if self._bulk is not None and _LOG_TYPES.issuperset(types) and self._run_of(events, source):
             return len(events), 0, 0
         groups = self._one_stream(events, source)
         if groups is None:
@@ -370,8 +371,9 @@ class Store:
         store had nothing of its source when :meth:`bulk` began, and its offsets go on from
         where the held ones stopped (a bundle's ingest: its log read once, in order). A key
         string and a dict entry a line were a third of an ingest; a batch that is not such a
-        run spills what is held into the keyed path, which then checks it as before."""
-        if _c_log_run is None or not _LOG_TYPES.issuperset(map(type, events)):
+        run spills what is held into the keyed path, which then checks it as before. Every
+        record is a log's (the caller checks)."""
+        if _c_log_run is None:
             return False
         if source not in self._runs:
             self._runs[source] = self._new_run(source)
