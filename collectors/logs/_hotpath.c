@@ -118,6 +118,7 @@ typedef struct {
 } Memo;
 
 static Memo memo_glog[MEMO_N], memo_src[MEMO_N], memo_str[MEMO_N], memo_trans[MEMO_N];
+static int memo_on = 0; /* a scan() owns the memo */
 
 static void memo_clear(Memo *tab) {
     for (int i = 0; i < MEMO_N; i++) Py_CLEAR(tab[i].val);
@@ -146,7 +147,7 @@ static void memo_put(Memo *m, const char *s, Py_ssize_t len, PyObject *val) {
 
 /* dict[s[:len]] borrowed, or NULL with or without an error set (a miss). */
 static PyObject *memo_get(Memo *tab, PyObject *dict, const char *s, Py_ssize_t len) {
-    Memo *m = len <= MEMO_KEY ? memo_slot(tab, s, len) : NULL;
+    Memo *m = memo_on && len <= MEMO_KEY ? memo_slot(tab, s, len) : NULL;
     if (m && m->val && m->len == len && memcmp(m->key, s, (size_t)len) == 0) return m->val;
     PyObject *key = PyBytes_FromStringAndSize(s, len);
     if (!key) return NULL;
@@ -675,7 +676,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
     return NONE;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args) {
+static PyObject *scan_lines(PyObject *args) {
     PyObject *lines, *sink, *glog, *iso, *sources, *last_at_in, *off_in, *iso_s_in, *iso_k_in;
     Py_ssize_t i;
     int block;
@@ -687,10 +688,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
                           &PyDict_Type, &sources, &iso_s_in, &iso_k_in))
         return NULL;
-    memo_clear(memo_glog);
-    memo_clear(memo_src);
-    memo_clear(memo_str);
-    memo_clear(memo_trans);
     /* The ISO8601 second being spread: past 64 bits (a year-9999 header is 2.5e20 ns), every
      * ISO8601 line goes back to Python, which keeps it as it is */
     int over_s = 0, over_k = 0;
@@ -745,6 +742,27 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                              n_blank, n_cont, s_out, k_out);
     return Py_BuildValue("nLLinnnnnNN", i, off, last_at, block, i - start, n_rec, n_info, n_blank,
                          n_cont, s_out, k_out);
+}
+
+/* scan_lines() with the memo emptied first. A scan that begins inside another (a finalizer
+ * run by an allocation's collection, calling the parser) leaves the memo to the outer one
+ * and reads the dicts directly. */
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    if (memo_on) {
+        memo_on = 0;
+        PyObject *out = scan_lines(args);
+        memo_on = 1;
+        return out;
+    }
+    memo_clear(memo_glog);
+    memo_clear(memo_src);
+    memo_clear(memo_str);
+    memo_clear(memo_trans);
+    memo_on = 1;
+    PyObject *out = scan_lines(args);
+    memo_on = 0;
+    return out;
 }
 
 static int kind_of(int k, PyObject *spec) {

@@ -324,3 +324,62 @@ def test_split_lines_is_its_reference(pieces: list[bytes], limit: int, cut: int)
     assert split(data, end, limit) == _whole_lines(data, end, limit)
     with pytest.raises(ValueError):
         split(data, len(data) + 1, limit)
+
+
+def test_a_scan_begun_inside_another_reads_the_same() -> None:
+    """The compiled scan remembers its dict lookups for a call (``memo_get``). A collection
+    run by one of its allocations may finalize an object whose ``__del__`` parses a log: that
+    inner scan must neither read nor fill the outer one's memo, whose entries say nothing of
+    the tables they came from (here the inner parse's year is another, so are its clocks).
+    With the collector run at every allocation and a finalizer always pending, inner parses
+    begin inside the outer scan, and every parse gives the Python path's records."""
+    import gc
+
+    real = parser._SCAN
+    if real is None:
+        pytest.skip("the extension is not built")
+    name = next(n for n in sorted(_SOURCES) if n.startswith("tests/fixtures/recordings/"))
+    data = next(_logs(_SOURCES[name]))[1]
+    _, lines = list(_windows(data))[1]  # serving: lines the compiled scan reads
+    expected = _parse(lines, False)[0]
+    parser._SCAN = None
+    try:
+        expected_inner = list(parse_lines(lines, year=2025))
+    finally:
+        parser._SCAN = real
+    assert expected_inner != expected
+    depth = [0]
+    nested: list[list[Event]] = []
+
+    def scan(*args: object) -> object:
+        depth[0] += 1
+        try:
+            return real(*args)
+        finally:
+            depth[0] -= 1
+
+    class Parses:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only a collection frees it
+
+        def __del__(self) -> None:
+            if len(nested) < 5:
+                Parses()  # the next one, pending for the next collection
+                if depth[0]:
+                    nested.append(list(parse_lines(lines, year=2025)))
+
+    threshold, was_enabled = gc.get_threshold(), gc.isenabled()
+    parser._SCAN = scan
+    gc.enable()
+    gc.set_threshold(1, 1, 1)
+    try:
+        Parses()
+        outer = list(parse_lines(lines, year=2026))
+    finally:
+        gc.set_threshold(*threshold)
+        if not was_enabled:
+            gc.disable()
+        parser._SCAN = real
+    assert outer == expected
+    assert nested, "no parse began inside a scan"
+    assert all(records == expected_inner for records in nested)
