@@ -7,6 +7,8 @@ stores nothing twice.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -23,20 +25,35 @@ __all__ = ["LogCollector"]
 
 
 def _runs(lines: list[Line]) -> Iterator[list[Line]]:
-    """Consecutive lines of one file with no gap: each is parsed from its first offset."""
-    run: list[Line] = []
-    end = -1
-    file = None
-    for line in lines:
-        # One read's lines share their identity object: ``is`` first, the dataclass's
-        # ``==`` a line was a tenth of a busy log's collection.
-        if run and ((line.file is not file and line.file != file) or line.offset != end):
-            yield run
-            run = []
-        run.append(line)
-        file, end = line.file, line.offset + len(line.data)
-    if run:
-        yield run
+    """Consecutive lines of one file with no gap: each is parsed from its first offset.
+
+    In list passes: a poll is usually one run (one read's lines share their identity object
+    and follow each other), and a loop a line was a tenth of a busy log's collection."""
+    if not lines:
+        return
+    files = list(map(_file, lines))
+    offsets = list(map(_offset, lines))
+    ends = list(map(operator.add, offsets, map(len, map(_data, lines))))
+    cuts = [
+        i
+        for i in itertools.compress(
+            range(1, len(lines)),
+            map(
+                operator.or_,
+                map(operator.is_not, files, files[1:]),
+                map(operator.ne, ends, offsets[1:]),
+            ),
+        )
+        if files[i] != files[i - 1] or offsets[i] != ends[i - 1]
+    ]
+    start = 0
+    for cut in cuts:
+        yield lines[start:cut]
+        start = cut
+    yield lines[start:]
+
+
+_file, _offset, _data = (operator.attrgetter(n) for n in ("file", "offset", "data"))
 
 
 def source_of(line: Line) -> str:
