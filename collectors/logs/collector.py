@@ -16,8 +16,8 @@ from pathlib import Path
 
 from collectors.base import Batch, Collector, Health
 from collectors.logs.framing import Framing
-from collectors.logs.parser import ParseStats
-from collectors.logs.reader import parse_log
+from collectors.logs.parser import ParseStats, runs_of
+from collectors.logs.reader import parse_log_runs
 from collectors.tail.tailer import Line, Tailer
 from observability.gcpause import gc_paused
 
@@ -89,26 +89,28 @@ class LogCollector(Collector):
         self._uncommitted: list[Line] = []
 
     def collect(self) -> list[Batch]:
-        lines = self.tailer.poll()
+        # A busy poll's lines and the tailer's queue entries: tuples by the hundred thousand,
+        # none in a cycle, that the collector's passes walked while they were made.
+        with gc_paused():
+            lines = self.tailer.poll()
         self._uncommitted.extend(lines)
         today = datetime.now(timezone.utc).date()
         out = []
         for run in _runs(lines):
             with gc_paused():  # records made in bulk, none in a cycle (gcpause.py)
-                events = list(
-                    parse_log(
-                        (line.data for line in run),
-                        framing=self.framing,
-                        today=today,
-                        year=today.year,
-                        utc_offset_s=self.utc_offset_s,
-                        offset=run[0].offset,
-                        stats=self.stats,
-                        # A poll may begin with a stub's text (a HUNG or STALLED report, a
-                        # traceback), which has no time of its own: the last header's, or now.
-                        start_ns=self.stats.last_at_ns or time.time_ns(),
-                    )
+                runs = parse_log_runs(
+                    runs_of(map(_data, run)),
+                    framing=self.framing,
+                    today=today,
+                    year=today.year,
+                    utc_offset_s=self.utc_offset_s,
+                    offset=run[0].offset,
+                    stats=self.stats,
+                    # A poll may begin with a stub's text (a HUNG or STALLED report, a
+                    # traceback), which has no time of its own: the last header's, or now.
+                    start_ns=self.stats.last_at_ns or time.time_ns(),
                 )
+                events = list(itertools.chain.from_iterable(runs))
             out.append(Batch(source_of(run[0]), events))
         return out
 

@@ -446,8 +446,10 @@ class Tailer:
             # tens of thousands of lines, and a call and a dict update a line were most of
             # the tailer's time.
             inode, dev, fp = identity.inode, identity.dev, identity.fingerprint
-            new = [(off, inode, dev, fp) for off, _ in res.lines]
-            ends = [off + len(data) for off, data in res.lines]
+            offsets = list(map(_first, res.lines))
+            rep = itertools.repeat
+            new = list(zip(offsets, rep(inode), rep(dev), rep(fp), strict=False))
+            ends = list(map(operator.add, offsets, map(len, map(_second, res.lines))))
             pending.extend(zip(new, itertools.repeat(reader), ends))
             if keys.keys().isdisjoint(new) and len(set(new)) == len(new):
                 keys.update(zip(new, itertools.repeat(1)))
