@@ -67,13 +67,26 @@ buf_sep_int(Buf *b, char sep, long long v)
 {
     if (buf_grow(b, 22) < 0)
         return -1;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
     char tmp[20];
     char *end = tmp + sizeof tmp, *p = end;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) { /* two digits a division */
+        unsigned int d = (unsigned int)(u % 100) * 2;
+        u /= 100;
+        *--p = pairs[d + 1];
+        *--p = pairs[d];
+    }
+    if (u >= 10) {
+        unsigned int d = (unsigned int)u * 2;
+        *--p = pairs[d + 1];
+        *--p = pairs[d];
+    }
+    else
+        *--p = (char)('0' + u);
     char *out = b->data + b->len;
     if (sep)
         *out++ = sep;
