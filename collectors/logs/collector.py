@@ -24,6 +24,9 @@ from observability.gcpause import gc_paused
 __all__ = ["LogCollector"]
 
 
+_file, _offset, _data = (operator.attrgetter(n) for n in ("file", "offset", "data"))
+
+
 def _runs(lines: list[Line]) -> Iterator[list[Line]]:
     """Consecutive lines of one file with no gap: each is parsed from its first offset.
 
@@ -51,9 +54,6 @@ def _runs(lines: list[Line]) -> Iterator[list[Line]]:
         yield lines[start:cut]
         start = cut
     yield lines[start:]
-
-
-_file, _offset, _data = (operator.attrgetter(n) for n in ("file", "offset", "data"))
 
 
 def source_of(line: Line) -> str:

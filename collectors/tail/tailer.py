@@ -116,13 +116,13 @@ class Line(NamedTuple):
         return self.offset + len(self.data)
 
 
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
+
+
 def _lines(identity: FileIdentity, read: list[tuple[int, bytes]]) -> list[Line]:
     """``read``'s ``(offset, data)`` as lines of ``identity``, at C speed."""
     rows = zip(itertools.repeat(identity), map(_first, read), map(_second, read))
     return list(map(tuple.__new__, itertools.repeat(Line), rows))
-
-
-_first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
 _Key = tuple[int, int, int, str]

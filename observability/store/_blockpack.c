@@ -651,24 +651,17 @@ type_entry(TypeCache *cache, PyTypeObject *type, PyObject *const names[3])
     return i;
 }
 
-/* obj.<names[k]> (a new reference), by its slot where the cache knows it. */
+/* obj.<names[k]> (a new reference), by its slot where the cache's entry i for obj's type
+ * (-1: none) knows it. */
 static PyObject *
-field(TypeCache *cache, PyObject *obj, PyObject *const names[3], int k)
+field(TypeCache *cache, int i, PyObject *obj, PyObject *const names[3], int k)
 {
-    int i = type_entry(cache, Py_TYPE(obj), names);
     if (i >= 0 && cache->slot[i][k]) {
         PyObject *v = *(PyObject **)((char *)obj + cache->slot[i][k]);
         if (v != NULL)
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(obj, names[k]);
-}
-
-static int
-has_header(TypeCache *cache, PyTypeObject *type, PyObject *const names[3])
-{
-    int i = type_entry(cache, type, names);
-    return i >= 0 ? cache->header[i] : PyObject_HasAttr((PyObject *)type, names[0]);
 }
 
 /* An exact int that fits 64 bits, into *out; 0 for anything else. */
@@ -715,14 +708,16 @@ log_run(PyObject *self, PyObject *events)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *e = PyList_GET_ITEM(events, i);
         PyObject *holder = e;
-        int header = has_header(&cache, Py_TYPE(e), names);
+        int ty = type_entry(&cache, Py_TYPE(e), names);
+        int header = ty >= 0 ? cache.header[ty] : PyObject_HasAttr((PyObject *)Py_TYPE(e), s_header);
         if (header) {
-            holder = field(&cache, e, names, 0);
+            holder = field(&cache, ty, e, names, 0);
             if (holder == NULL)
                 goto fail;
+            ty = type_entry(&cache, Py_TYPE(holder), names);
         }
-        PyObject *at = field(&cache, holder, names, 1);
-        PyObject *off = at == NULL ? NULL : field(&cache, holder, names, 2);
+        PyObject *at = field(&cache, ty, holder, names, 1);
+        PyObject *off = at == NULL ? NULL : field(&cache, ty, holder, names, 2);
         if (header)
             Py_DECREF(holder);
         if (off == NULL) {
