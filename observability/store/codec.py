@@ -49,6 +49,10 @@ def _plain(value: Any) -> Any:
     if t in _SCALAR_TYPES:  # the exact types first: most values, and a str enum is not one
         return value
     if t is tuple or t is list:
+        # A trace span's (name, ns) pairs, a shape: scalars only, copied at C speed; a
+        # call a scalar was most of storing a trace file's spans.
+        if _SCALAR_TYPES.issuperset(map(type, value)):
+            return list(value)
         return [_plain(v) for v in value]
     if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
         return value
