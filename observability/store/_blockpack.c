@@ -9,8 +9,8 @@
  *   - every value a str or None, at most half as many distinct: "[6,[uniques],[index,...]]";
  *   - every value a str, int, float, bool or None: "[0,[v,...]]", each as json.dumps writes it
  *     with ensure_ascii=False;
- *   - every value a tuple or list of exact ints (an output's shape): "[3,k,[column,...]]" or
- *     "[2,lengths,items]" (columns() only).
+ *   - every value a list (columns(): or a tuple, an output's shape), of values these forms
+ *     take again: "[3,k,[column,...]]" or "[2,lengths,items]".
  *
  * Anything else (records, a str with a lone surrogate, an int past 64 bits, a delta that
  * overflows) is handed back, and the caller packs that column in Python: the reference, which
@@ -347,8 +347,10 @@ done:
 }
 
 /* The packed JSON of n values into b. 1: written; 0: not this path's; -1: an error. */
+static int pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth);
+
 static int
-pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
+pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
 {
     int all_int = n > 0;
     for (Py_ssize_t i = 0; i < n && all_int; i++)
@@ -365,6 +367,11 @@ pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
             return rc;
         b->len = start;
     }
+    int all_lists = n > 0;
+    for (Py_ssize_t i = 0; i < n && all_lists; i++)
+        all_lists = PyList_CheckExact(items[i]);
+    if (all_lists)
+        return pack_lists(b, items, n, 0, depth);
     int rc = buf_put(b, "[0,[", 4) < 0 ? -1 : 1;
     for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
         if (i && buf_put(b, ",", 1) < 0)
@@ -374,6 +381,12 @@ pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
     if (rc == 1 && buf_put(b, "]]", 2) < 0)
         rc = -1;
     return rc;
+}
+
+static int
+pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
+{
+    return pack_into_at(b, items, n, 0);
 }
 
 static PyObject *
@@ -397,30 +410,31 @@ pack(PyObject *self, PyObject *column)
     return out;
 }
 
-/* "[3,k,[column...]]" or "[2,lengths,items]" of a column of tuples or lists of exact ints
- * (an output's shape), as blocks._pack writes the lists _plain makes of them. 1: written;
- * 0: not this path's (another value, an int past 64 bits); -1: an error. */
+/* "[3,k,[column...]]" or "[2,lengths,items]" of a column of lists (with ``tuples``, tuples
+ * too: an output's shape, which _plain makes a list), as blocks._pack writes them: each
+ * position's column, or the lengths and every item, packed again (pack_into). A trace
+ * span's (stage, ns) pairs are such a column; json.dumps of the Python forms was an eighth
+ * of a real bundle's ingest. 1: written; 0: not this path's (a value pack_into hands back,
+ * nesting past MAX_DEPTH); -1: an error. */
+#define MAX_DEPTH 16
+
 static int
-pack_int_lists(Buf *b, PyObject *const *items, Py_ssize_t n)
+pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
 {
+    if (n == 0 || depth > MAX_DEPTH)
+        return 0;
     Py_ssize_t total = 0, k = -1;
     int same = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = items[i];
-        if (!PyTuple_CheckExact(v) && !PyList_CheckExact(v))
+        if (!PyList_CheckExact(v) && !(tuples && PyTuple_CheckExact(v)))
             return 0;
         Py_ssize_t m = PySequence_Fast_GET_SIZE(v);
-        PyObject **xs = PySequence_Fast_ITEMS(v);
-        for (Py_ssize_t j = 0; j < m; j++)
-            if (!PyLong_CheckExact(xs[j]))
-                return 0;
         if (k < 0)
             k = m;
         same &= m == k;
         total += m;
     }
-    if (n == 0)
-        return 0;
     Py_ssize_t width = same && k > 0 ? n : (total > n ? total : n);
     PyObject **col = PyMem_Malloc((size_t)(width ? width : 1) * sizeof(PyObject *));
     if (col == NULL) {
@@ -436,7 +450,7 @@ pack_int_lists(Buf *b, PyObject *const *items, Py_ssize_t n)
                 col[i] = PySequence_Fast_ITEMS(items[i])[j];
             if (j && buf_put(b, ",", 1) < 0)
                 goto done;
-            rc = pack_ints(b, col, n);
+            rc = pack_into_at(b, col, n, depth + 1);
             if (rc != 1)
                 goto done;
             rc = -1;
@@ -465,7 +479,7 @@ pack_int_lists(Buf *b, PyObject *const *items, Py_ssize_t n)
         if (rc == 1) {
             rc = -1;
             if (buf_put(b, ",", 1) == 0) {
-                rc = total ? pack_ints(b, col, total) : (buf_put(b, "[0,[]]", 6) < 0 ? -1 : 1);
+                rc = pack_into_at(b, col, total, depth + 1);
                 if (rc == 1 && buf_put(b, "]", 1) < 0)
                     rc = -1;
             }
@@ -550,7 +564,7 @@ one_column(PyObject *const *records, Py_ssize_t n, PyObject *names, PyObject *ta
     if (Py_IsFalse(table)) {
         /* a column of shapes is written here; other lists and records, Python makes plain */
         Buf b = {NULL, 0, 0};
-        int rc = pack_int_lists(&b, (PyObject *const *)PySequence_Fast_ITEMS(values), n);
+        int rc = pack_lists(&b, (PyObject *const *)PySequence_Fast_ITEMS(values), n, 1, 0);
         PyObject *out = NULL;
         if (rc == 1)
             out = PyBytes_FromStringAndSize(b.data, b.len);

@@ -79,6 +79,17 @@ _SCALAR = st.one_of(
         st.lists(st.integers(0, 50).map(lambda v: v * 1000), max_size=20),
         st.lists(_SCALAR, max_size=12),
         st.lists(st.lists(st.integers(0, 9), max_size=3), max_size=5),
+        # a trace span's (stage, ns) pairs, lists of any values, lists of lists
+        st.lists(
+            st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 9)).map(list)), max_size=5
+        ),
+        st.lists(st.lists(_SCALAR, max_size=3), max_size=5),
+        st.lists(
+            st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)).map(
+                lambda v: v if type(v) is list else [v]
+            ),
+            max_size=5,
+        ),
     )
 )
 def test_any_column_is_packed_as_python_packs_it_or_handed_back(column: list[object]) -> None:
@@ -91,7 +102,7 @@ def test_what_is_handed_back_to_python() -> None:
     assert _compiled([2**64, 1]) is None  # past 64 bits
     assert _compiled([-(2**63), 2**63 - 1]) is None  # a delta that overflows
     assert _compiled(["a\ud800"]) is None  # a lone surrogate: only surrogatepass encodes it
-    assert _compiled([[1, 2], [3, 4]]) is None  # lists (a shape): Python's forms 2 and 3
+    assert _compiled([[1, 2], [3, {"a": 1}]]) is None  # a list holding what is handed back
     assert _compiled([{"a": 1}]) is None
     assert _compiled([1, 2, 4]) == b"[1,[1,1,2]]"
     assert _compiled([1000, 3000, 7000]) == b"[5,2000,1000,[1,2]]"
