@@ -119,9 +119,9 @@ class Line(NamedTuple):
 _first, _second = operator.itemgetter(0), operator.itemgetter(1)
 
 
-def _lines(identity: FileIdentity, read: list[tuple[int, bytes]]) -> list[Line]:
-    """``read``'s ``(offset, data)`` as lines of ``identity``, at C speed."""
-    rows = zip(itertools.repeat(identity), map(_first, read), map(_second, read))
+def _lines(identity: FileIdentity, offsets: list[int], datas: list[bytes]) -> list[Line]:
+    """Lines of ``identity`` at ``offsets`` holding ``datas``, at C speed."""
+    rows = zip(itertools.repeat(identity), offsets, datas, strict=False)
     return list(map(tuple.__new__, itertools.repeat(Line), rows))
 
 
@@ -423,7 +423,8 @@ class Tailer:
             self._error("read", reader.path, e)
             return 0, False
         identity = reader.identity
-        lines = _lines(identity, res.lines)
+        offsets, datas = list(map(_first, res.lines)), list(map(_second, res.lines))
+        lines = _lines(identity, offsets, datas)
         for off, length in res.skipped:
             self._counts["lines_skipped_too_long"] += 1
             self._emit(LineTooLong(reader.path, identity, off, length))
@@ -446,10 +447,9 @@ class Tailer:
             # tens of thousands of lines, and a call and a dict update a line were most of
             # the tailer's time.
             inode, dev, fp = identity.inode, identity.dev, identity.fingerprint
-            offsets = list(map(_first, res.lines))
             rep = itertools.repeat
             new = list(zip(offsets, rep(inode), rep(dev), rep(fp), strict=False))
-            ends = list(map(operator.add, offsets, map(len, map(_second, res.lines))))
+            ends = list(map(operator.add, offsets, map(len, datas)))
             pending.extend(zip(new, itertools.repeat(reader), ends))
             if keys.keys().isdisjoint(new) and len(set(new)) == len(new):
                 keys.update(zip(new, itertools.repeat(1)))
