@@ -16,8 +16,8 @@ from pathlib import Path
 
 from collectors.base import Batch, Collector, Health
 from collectors.logs.framing import Framing
-from collectors.logs.parser import ParseStats, runs_of
-from collectors.logs.reader import parse_log_runs
+from collectors.logs.parser import ParseStats
+from collectors.logs.reader import parse_log
 from collectors.tail.tailer import Line, Tailer
 from observability.gcpause import gc_paused
 
@@ -98,8 +98,8 @@ class LogCollector(Collector):
         out = []
         for run in _runs(lines):
             with gc_paused():  # records made in bulk, none in a cycle (gcpause.py)
-                runs = parse_log_runs(
-                    runs_of(map(_data, run)),
+                events = parse_log(
+                    map(_data, run),
                     framing=self.framing,
                     today=today,
                     year=today.year,
@@ -110,7 +110,6 @@ class LogCollector(Collector):
                     # traceback), which has no time of its own: the last header's, or now.
                     start_ns=self.stats.last_at_ns or time.time_ns(),
                 )
-                events = list(itertools.chain.from_iterable(runs))
             out.append(Batch(source_of(run[0]), events))
         return out
 
