@@ -12,11 +12,11 @@ import pytest
 from observability import events as ev
 from observability.findings import Evidence, Finding, Severity
 from observability.store import Store
+from tests.app.helpers import skip_without_the_app_extra
 from tests.detectors.conftest import findings_at_end
 from tests.detectors.recording import RecordedRun
 
-pytest.importorskip("streamlit", reason="the triage app needs the app extra (streamlit)")
-pytest.importorskip("plotly", reason="the triage app needs the app extra (plotly)")
+skip_without_the_app_extra()
 
 HOSTILE = (
     "<script>alert('x')</script> <img src=x onerror=alert(1)> **bold** [link](http://evil) "

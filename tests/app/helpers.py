@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from streamlit.testing.v1 import AppTest
+import pytest
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
 
 MAIN = Path(__file__).resolve().parents[2] / "dashboards" / "app" / "main.py"
 
 
+def skip_without_the_app_extra() -> None:
+    """Skip the calling module (or conftest's folder) where the app extra is not installed,
+    found without importing it: streamlit and plotly take 0.7 s of CPU to import, which every
+    pytest-xdist worker paid at collection whether or not it ran a page."""
+    for name in ("streamlit", "plotly"):
+        if importlib.util.find_spec(name) is None:
+            pytest.skip(f"the triage app needs the app extra ({name})", allow_module_level=True)
+
+
+@functools.cache
 def _scan_once() -> None:
     """Each new ``AppTest`` scans the metadata of every installed distribution for
     streamlit components (about 0.4 s of CPU on this venv, every page of every test). The
@@ -24,13 +39,13 @@ def _scan_once() -> None:
         manifest_scanner.scan_component_manifests = functools.cache(scan)  # type: ignore[attr-defined]
 
 
-_scan_once()
-
-
 def run_page(
     monkeypatch, store: Path | None, page: str, log: Path | None = None, **params: str
 ) -> AppTest:
     """One page, rendered once, with the source set as ``triton-obs triage`` sets it."""
+    from streamlit.testing.v1 import AppTest
+
+    _scan_once()
     monkeypatch.delenv("TRITON_OBS_TRIAGE_BUNDLE", raising=False)
     if store is None:
         monkeypatch.delenv("TRITON_OBS_TRIAGE_STORE", raising=False)

@@ -3,6 +3,7 @@ ingest: a store read from it is the store ingest would make now."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -65,3 +66,25 @@ def test_the_key_follows_the_archive_the_recording_and_the_ingest_code(
         assert cache_key(folder) != before
     finally:
         ingest_fingerprint.cache_clear()
+
+
+def test_a_session_links_the_cached_bundle_and_a_write_through_a_link_is_seen(
+    tmp_path: Path,
+) -> None:
+    entry = tmp_path / "cache" / "faulty-0123"
+    (entry / "bundle" / "metrics").mkdir(parents=True)
+    (entry / "bundle" / "metrics" / "0001.prom").write_text("up 1\n")
+    (entry / "store.db").write_bytes(b"store")
+    (entry / "recording.json").write_text("{}\n")
+    assert not recordings._touched(entry)
+    session = tmp_path / "session" / "faulty"
+    recordings._session_copy(entry, session)
+    page, cached_page = session / "bundle/metrics/0001.prom", entry / "bundle/metrics/0001.prom"
+    assert page.stat().st_ino == cached_page.stat().st_ino  # linked, not copied
+    assert (session / "store.db").stat().st_ino != (entry / "store.db").stat().st_ino
+    assert (session / "recording.json").read_text() == "{}\n"
+    made = (entry / "recording.json").stat().st_mtime_ns
+    with page.open("a") as fh:  # a test writing a bundle file in place
+        fh.write("up 0\n")
+    os.utime(cached_page, ns=(made + 1_000_000, made + 1_000_000))  # a coarse clock's write
+    assert recordings._touched(entry)

@@ -32,17 +32,15 @@ from pathlib import Path
 
 import pytest
 
+from dashboards.app.data.findings import finding_id, load_findings
+from dashboards.app.data.text import MAX_CELL_CHARS, MAX_LINE_CHARS
 from observability import events as ev
 from observability.findings import Evidence, Finding, Severity
 from observability.store import Store
-
-pytest.importorskip("streamlit", reason="the triage app needs the app extra (streamlit)")
-pytest.importorskip("plotly", reason="the triage app needs the app extra (plotly)")
-
-from dashboards.app.data.findings import finding_id, load_findings
-from dashboards.app.data.text import MAX_CELL_CHARS, MAX_LINE_CHARS
 from tests.app.browser import CHROMIUM, app_server, capture
-from tests.app.helpers import run_page
+from tests.app.helpers import run_page, skip_without_the_app_extra
+
+skip_without_the_app_extra()
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "<script>alert(1)</script>"
