@@ -629,6 +629,10 @@ A source missing here (server.cc, pb_stub.cc) always gets its handler called."""
 # ---------------------------------------------------------------- clock
 
 
+CLOCK_SECONDS = 100_000
+"""Distinct seconds a :class:`_Clock` remembers before it forgets them all (a day is 86,400)."""
+
+
 class _Clock:
     """Header timestamp -> epoch ns, cached per second: a busy log repeats each second
     thousands of times, so the calendar arithmetic runs once per distinct second."""
@@ -655,7 +659,7 @@ class _Clock:
             return None
         self.last_month = mon
         base = calendar.timegm((self.year, mon, day, hh, mm, ss)) * 1_000_000_000 - self.offset_ns
-        if len(self.glog) > 100_000:
+        if len(self.glog) > CLOCK_SECONDS:
             self.glog.clear()
         self.glog[key] = base
         return base
@@ -668,7 +672,7 @@ class _Clock:
         if not _valid(y, mon, day, hh, mm, ss):
             return None
         base = calendar.timegm((y, mon, day, hh, mm, ss)) * 1_000_000_000
-        if len(self.iso) > 100_000:
+        if len(self.iso) > CLOCK_SECONDS:
             self.iso.clear()
         self.iso[key] = base
         return base
