@@ -53,7 +53,7 @@ def main() -> None:
     st.sidebar.caption("Source")
     st.sidebar.text(source.label or str(source.store))
     try:
-        view = open_view(source)
+        view = open_view(source, clock_offset=state.cached_clock_offset)
     except SourceError as err:
         st.error(f"The store cannot be opened: {err}")
         return

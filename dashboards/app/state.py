@@ -15,7 +15,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboards.app.data.source import DataSource, SourceError, View, analyze_bundle_to_store
+from dashboards.app.data.source import (
+    DataSource,
+    SourceError,
+    View,
+    analyze_bundle_to_store,
+    estimate_clock_offset,
+)
 from observability import events as ev
 from observability.detectors.requests import Requests, requests_of
 from observability.detectors.signals import Coverage, coverage
@@ -27,6 +33,7 @@ __all__ = [
     "ENV_LOG",
     "ENV_STORE",
     "PAGES",
+    "cached_clock_offset",
     "cached_now",
     "cached_requests",
     "cached_spans",
@@ -107,6 +114,15 @@ def now_for(view: View) -> tuple[Coverage, list[ModelWork]]:
     return cached_now(
         str(view.source.store), view.since_ns, view.until_ns, view.newest_ns, view.clock_offset_ns
     )
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_clock_offset(store: str, newest_ns: int) -> int | None:
+    """``epoch - monotonic`` estimated from the store (``open_view``): it decodes every trace
+    span and every request's state lines, and ran again on every click of every page (a
+    fifth of the app tests' time on the demo's recording)."""
+    with Store(store, readonly=True) as db:
+        return estimate_clock_offset(db)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading spans…")

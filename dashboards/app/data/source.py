@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,10 +86,15 @@ class View:
 
 
 def open_view(
-    source: DataSource, now_ns: int | None = None, window_s: float = WINDOW_S
+    source: DataSource,
+    now_ns: int | None = None,
+    window_s: float = WINDOW_S,
+    clock_offset: Callable[[str, int], int | None] | None = None,
 ) -> View | None:
     """A view of the store, ``None`` when it holds nothing yet; :class:`SourceError` when it
-    cannot be opened."""
+    cannot be opened. ``clock_offset(store, newest_ns)`` stands in for
+    :func:`estimate_clock_offset` on the open store (the app's cached one: the estimate
+    decodes every trace span of the store)."""
     try:
         store = Store(source.store, readonly=True)
         span = store.time_range()
@@ -107,7 +113,9 @@ def open_view(
         log, base = _log_of_collector(source.store), 0
     offset = source.clock_offset_ns
     view = View(source, store, since, until, live, offset, log, newest, base, list(source.notes))
-    if offset is None:
+    if offset is None and clock_offset is not None:
+        view.clock_offset_ns = clock_offset(str(source.store), newest)
+    elif offset is None:
         view.clock_offset_ns = estimate_clock_offset(store)
     return view
 

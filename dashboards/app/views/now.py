@@ -34,7 +34,7 @@ def render(view: View) -> None:
 def _live(source: DataSource) -> None:
     """Re-open the store on every tick: a read-only snapshot that never blocks the writer."""
     try:
-        view = open_view(source)
+        view = open_view(source, clock_offset=state.cached_clock_offset)
     except SourceError as err:
         st.error(f"The store cannot be opened: {err}")
         return
