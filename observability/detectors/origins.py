@@ -25,7 +25,7 @@ everywhere, can otherwise only leave a call unexplained-as-a-call, never invent 
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 
 from observability import events as ev
@@ -244,6 +244,9 @@ def _step_models(
     steps: set[str] = set()
     near: dict[str, set[str]] = {}
     times = [at for at, _ in released]
+    by_model: dict[str, list[int]] = {}
+    for at, model in released:
+        by_model.setdefault(model, []).append(at)
     last: int | None = None
     for r in prepared:
         at = r.header.at_ns
@@ -252,11 +255,13 @@ def _step_models(
             continue
         if last is not None and at - last <= _STEP_NS:
             steps.add(r.model)
-        i = bisect_left(times, at - _STEP_NS)
         seen = near.setdefault(r.model, set())
-        while i < len(times) and times[i] <= at + _STEP_NS:
-            seen.add(released[i][1])
-            i += 1
+        i = bisect_left(times, at - _STEP_NS)
+        j = bisect_right(times, at + _STEP_NS, lo=i)
+        if j - i <= _FEW_RELEASES:
+            seen.update(model for _, model in released[i:j])
+        else:  # a crowd of releases: each model's own times tell whether one is near
+            seen.update(m for m, ts in by_model.items() if m not in seen and _near(ts, at))
     grown = True
     while grown:
         grown = False
@@ -265,6 +270,12 @@ def _step_models(
                 steps.add(model)
                 grown = True
     return frozenset(steps | ensembles)
+
+
+_FEW_RELEASES = 16
+"""Releases near a ``prepared:`` line read one by one; more are asked per model instead. A
+window whose lines share a few instants (a damaged log, a burst) had every ``prepared:``
+line read every release of its instant: quadratic, seconds for a few thousand lines."""
 
 
 def _first_step_models(records: list[object], executed: set[str]) -> frozenset[str] | None:

@@ -6,7 +6,12 @@ the caller's model admitted while the caller's batch runs)."""
 # ruff: noqa: E501  (real log lines are kept whole)
 from __future__ import annotations
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from collectors.logs.parser import parse_bytes
+from observability import events as ev
+from observability.detectors import origins as origins_module
 from observability.detectors.origins import CALL, CLIENT, STEP, origins
 
 LOG = b"""I1125 14:09:55.531246 1 infer_handler.cc:723] "Process for ModelInferHandler, rpc_ok=1, 0 step START"
@@ -95,3 +100,75 @@ def test_a_clients_line_is_kept_from_every_child_admitted_before_its_request() -
         ("classifier", CALL),
         ("router", CLIENT),
     ]
+
+
+def _steps_one_release_at_a_time(
+    records: list[object], released: list[tuple[int, str]], executed: set[str]
+) -> frozenset[str] | None:
+    """``_step_models`` as it read every release near each ``prepared:`` line: its reference."""
+    prepared = [r for r in records if isinstance(r, ev.RequestPrepared)]
+    ensembles = {r.model for r in prepared} - executed
+    if not ensembles:
+        return None
+    steps: set[str] = set()
+    near: dict[str, set[str]] = {}
+    last: int | None = None
+    for r in prepared:
+        at = r.header.at_ns
+        if r.model in ensembles:
+            last = at
+            continue
+        if last is not None and at - last <= origins_module._STEP_NS:
+            steps.add(r.model)
+        seen = near.setdefault(r.model, set())
+        seen.update(m for t, m in released if abs(t - at) <= origins_module._STEP_NS)
+    grown = True
+    while grown:
+        grown = False
+        for model, after in near.items():
+            if model not in steps and (after - {model}) & steps:
+                steps.add(model)
+                grown = True
+    return frozenset(steps | ensembles)
+
+
+MODELS = ("ens", "a", "b", "c", "")
+_CLUSTER_NS = 3_000_000
+"""Lines crowd at instants this far apart: more than ``_STEP_NS``, so one crowd's models are
+not near another's lines."""
+
+
+@st.composite
+def _crowded(draw: st.DrawFn, models: tuple[str, ...]) -> tuple[int, str]:
+    """A time in one of four crowds, each crowd's lines of its own model, and one in ten of
+    the next model's: so that a crowd of releases holds some models and not others."""
+    crowd = draw(st.integers(0, 3))
+    at = crowd * _CLUSTER_NS + draw(st.integers(0, 60))
+    model = models[(crowd + (draw(st.integers(0, 9)) == 9)) % len(models)]
+    return at, model
+
+
+@settings(deadline=None)
+@given(
+    st.lists(_crowded(MODELS[:4]), max_size=60),
+    st.lists(_crowded(MODELS), min_size=40, max_size=120),  # crowds of more than 16
+)
+@example(  # b's crowd of releases holds no step's: b is no step (a is, right after ens)
+    admitted=[(5, "ens"), (34, "a"), (2 * _CLUSTER_NS + 10, "b")],
+    releases=[(i, "a") for i in range(17)] + [(2 * _CLUSTER_NS + i, "b") for i in range(17)],
+)
+def test_step_models_reads_a_crowd_of_releases_as_one_by_one(
+    admitted: list[tuple[int, str]], releases: list[tuple[int, str]]
+) -> None:
+    """Whether few releases are near a line (read one by one) or a crowd (asked per model),
+    the models read as steps are those of the one-by-one reading."""
+    header = ev.LogRecord
+    records: list[object] = [
+        ev.RequestPrepared(header(at, ev.LogLevel.INFO, "x.cc", 1, i), "", model, 1, 1, 0)
+        for i, (at, model) in enumerate(sorted(admitted))
+    ]
+    executed = {"a", "b", "c"}  # models with instances; "ens", an ensemble, has none
+    released = sorted(releases)
+    assert origins_module._step_models(records, released, executed) == (
+        _steps_one_release_at_a_time(records, released, executed)
+    )
