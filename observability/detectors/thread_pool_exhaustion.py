@@ -316,7 +316,9 @@ def idless_fan_outs(window: Window, min_children: int, wave_gap: float = 0.5) ->
     by_id = {id(e): e for e in parents}
     out = []
     for key, children in kids.items():
-        group = sorted((by_id[i] for i in key), key=lambda e: e.start_ns)
+        # By their lines: parents begun in the same microsecond came in the order of their
+        # ids, memory addresses, and so did the one the finding named (pz_pool_exhausted).
+        group = sorted((by_id[i] for i in key), key=lambda e: (e.start_ns, e.offset))
         parent, k = group[0], len(group)
         if len(children) < min_children * k:
             continue

@@ -3,11 +3,13 @@ foreign pz pipeline's parents run together."""
 
 from __future__ import annotations
 
+import builtins
 from collections import Counter
 
 import pytest
 
 from observability.detectors import Window
+from observability.detectors import thread_pool_exhaustion as tpe
 from observability.detectors.thread_pool_exhaustion import (
     ThreadPoolExhaustion,
     fan_outs,
@@ -75,3 +77,21 @@ def test_a_batch_begun_before_a_sliding_window_does_not_lend_its_calls(at_s: flo
 def test_an_exhausted_pool_is_found_in_a_sliding_window(name: str, at_s: float) -> None:
     found = ThreadPoolExhaustion().detect(sliding_window(name, at_s))
     assert [f.kind for f in found] == ["thread_pool_exhaustion"]
+
+
+def test_the_finding_does_not_follow_memory_addresses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parents running together are grouped by their ids (``id()``); the finding named them
+    in that order where they began in one instant, so the same window gave another finding
+    from run to run. Reversing the ids' order must change nothing."""
+    whole = window("pz_pool_exhausted")
+
+    def detected() -> list[dict[str, object]]:
+        fresh = Window(
+            whole.since_ns, whole.until_ns, events=whole.events,
+            clock_offset_ns=whole.clock_offset_ns, log_read=whole.log_read,
+        )  # fmt: skip
+        return [f.to_dict() for f in ThreadPoolExhaustion().detect(fresh)]
+
+    before = detected()
+    monkeypatch.setattr(tpe, "id", lambda obj: -builtins.id(obj), raising=False)
+    assert detected() == before
