@@ -10,6 +10,7 @@ MODULES = (
     "log_parse",
     "ingest_log",
     "collect_log",
+    "store_read",
     "store_size",
     "analyze_bundle",
     "watch_pass",

@@ -833,6 +833,52 @@ fail:
     return NULL;
 }
 
+/* Records of a slotted class from its columns, one per row, each field written straight
+ * into its slot: a frozen dataclass's __init__ sets each field through object.__setattr__,
+ * a Python call per field, and that was a quarter of decoding a block. The caller vouches
+ * that the class's __init__ does nothing else (blocks._direct). None when a name is not an
+ * object slot of the class or a column is not a list of the first one's length. */
+static PyObject *
+records(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyTypeObject *type;
+    PyObject *names, *cols;
+    if (!PyArg_ParseTuple(args, "O!O!O!:records", &PyType_Type, &type, &PyTuple_Type, &names,
+                          &PyList_Type, &cols))
+        return NULL;
+    Py_ssize_t m = PyTuple_GET_SIZE(names);
+    if (m == 0 || m > 64 || PyList_GET_SIZE(cols) != m || type->tp_alloc == NULL)
+        Py_RETURN_NONE;
+    Py_ssize_t offset[64];
+    PyObject **column[64];
+    Py_ssize_t n = -1;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        PyObject *name = PyTuple_GET_ITEM(names, j), *col = PyList_GET_ITEM(cols, j);
+        if (!PyUnicode_CheckExact(name) || !PyList_CheckExact(col))
+            Py_RETURN_NONE;
+        offset[j] = slot_of(type, name);
+        if (offset[j] == 0 || (n >= 0 && PyList_GET_SIZE(col) != n))
+            Py_RETURN_NONE;
+        n = PyList_GET_SIZE(col);
+        column[j] = PySequence_Fast_ITEMS(col);
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = type->tp_alloc(type, 0);
+        if (obj == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < m; j++)
+            *(PyObject **)((char *)obj + offset[j]) = Py_NewRef(column[j][i]);
+        PyList_SET_ITEM(out, i, obj);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"group", group, METH_O,
      "group(events: list) -> (types, order, groups): each type once in order of first "
@@ -849,6 +895,10 @@ static PyMethodDef methods[] = {
      "columns(records: list, specs: tuple) -> list[bytes | list]: per spec (names, table), "
      "the packed column of the records' values at that attribute path (through table when it "
      "is a dict; False: a column Python makes plain), or the values, for Python to pack."},
+    {"records", records, METH_VARARGS,
+     "records(cls, names: tuple, columns: list[list]) -> list | None: cls's records, the j-th "
+     "column's values written into the slot of names[j], without cls.__init__; None when "
+     "some name is not an object slot of cls or the columns differ in length."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -59,6 +59,51 @@ def test_real_columns_and_blocks_are_the_same_bytes(name: str) -> None:
     assert written > 20  # the compiled path wrote most columns, not Python
 
 
+@pytest.mark.parametrize("name", ["gs_spam_hang", "tts_queue_full", "sum_lm_hang_iso"])
+def test_real_blocks_decode_to_what_the_constructors_make(name: str) -> None:
+    """Records made by writing their slots (``_blockpack.records``) are the records their
+    classes' ``__init__`` makes: the same type, fields and order, every kind of a real run."""
+    by_stream: dict[str, list[object]] = {}
+    for e in parsed(name).events:
+        stream = ROUTES.get(type(e))
+        if stream is not None:
+            by_stream.setdefault(stream.name, []).append(e)
+    assert blocks._c_records is not None, "observability/store/_blockpack.c was not built"
+    kinds: set[str] = set()
+    for records in by_stream.values():
+        block = blocks.encode_block(records[:8192])
+        direct = blocks.decode_block(block)
+        saved, blocks._c_records = blocks._c_records, None
+        try:
+            constructed = blocks.decode_block(block)
+        finally:
+            blocks._c_records = saved
+        assert [(s, type(e), repr(e)) for s, e in direct] == [
+            (s, type(e), repr(e)) for s, e in constructed
+        ]
+        assert direct == constructed
+        kinds |= {type(e).__name__ for _, e in direct}
+    assert len(kinds) >= 8, kinds
+
+
+def test_only_a_class_whose_init_just_stores_its_fields_is_made_by_its_slots() -> None:
+    assert all(blocks._direct(cls) for cls in KINDS.values())
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        at_ns: int
+
+        def __post_init__(self) -> None:
+            if self.at_ns < 0:
+                raise ValueError("negative")
+
+    @dataclasses.dataclass(frozen=True)
+    class Unslotted:
+        at_ns: int
+
+    assert not blocks._direct(Checked) and not blocks._direct(Unslotted)
+
+
 _SCALAR = st.one_of(
     st.none(),
     st.booleans(),
