@@ -4,7 +4,7 @@ A store of a synthetic verbose log (``benchmarks.log_parse``, ingested as ``benc
 does) is read whole through ``Store.log_records``, as ``analyze --store``, a restarted
 ``watch`` (``LiveWindow.prime``) and the triage app's pages read it, each read from a fresh
 connection (a connection keeps what it decoded). The result builds each block's records with
-``_blockpack.records``; the baseline is the same read with it off (``blocks._c_records =
+``_blockpack.records``; the baseline is the same read with it off (``codec._c_records =
 None``: every record through its dataclass ``__init__``), in the same process, the two
 alternated, best of five each. Run: ``python -m benchmarks.store_read [--lines N]``.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.ingest_log import _bundle
 from benchmarks.log_parse import synthesise
 from observability.bundle.ingest import ingest
-from observability.store import Store, blocks
+from observability.store import Store, codec
 
 __all__ = ["main"]
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lines", type=int, default=300_000)
     args = parser.parse_args(argv)
-    compiled = blocks._c_records
+    compiled = codec._c_records
     if compiled is None:
         raise SystemExit("observability/store/_blockpack.c is not built: nothing to compare")
     times: dict[str, list[float]] = {"slots": [], "constructors": []}
@@ -51,11 +51,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         try:
             for _ in range(5):
                 for mode in times:
-                    blocks._c_records = compiled if mode == "slots" else None
+                    codec._c_records = compiled if mode == "slots" else None
                     n, seconds = _read(path)
                     times[mode].append(seconds)
         finally:
-            blocks._c_records = compiled
+            codec._c_records = compiled
             gc.enable()
     best = {mode: min(v) for mode, v in times.items()}
     result: dict[str, object] = {

@@ -26,21 +26,20 @@ import zlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from observability.store.codec import KINDS, _builder, _hints, _identity, _plain
+from observability.store import codec
+from observability.store.codec import KINDS, _builder, _direct, _hints, _identity, _plain
 
 __all__ = ["BlockError", "decode_block", "encode_block"]
 
 _c_pack: Callable[[list[Any]], bytes | None] | None
 _c_columns: Callable[[list[Any], tuple[Any, ...]], list[bytes | list[Any]]] | None
 _c_group: Callable[[list[Any]], tuple[list[type], bytes, list[list[Any]]]] | None
-_c_records: Callable[[type, tuple[str, ...], list[list[Any]]], list[Any] | None] | None
 try:
     from observability.store import _blockpack  # type: ignore[attr-defined]
 
     _c_pack, _c_columns, _c_group = _blockpack.pack, _blockpack.columns, _blockpack.group
-    _c_records = _blockpack.records
 except ImportError:  # not compiled (setup.py's extensions are optional): every column in Python
-    _c_pack = _c_columns = _c_group = _c_records = None
+    _c_pack = _c_columns = _c_group = None
 
 _PRESET = 1
 """xz (LZMA) at its fastest preset: on the demo's healthy recording it leaves 344 bytes a
@@ -203,29 +202,14 @@ def _plan(
             at += w
         if positional:
             ordered = [values[name] for name in order]
-            made = _c_records(cls, fields, ordered) if direct and _c_records else None
+            fast = codec._c_records  # read at each call: tests turn it off
+            made = fast(cls, fields, ordered) if direct and fast is not None else None
             return list(map(cls, *ordered)) if made is None else made
         names = list(values)
         rows = zip(*values.values(), strict=True)
         return [cls(**dict(zip(names, row, strict=True))) for row in rows]
 
     return paths, plain, specs, build, width
-
-
-def _direct(cls: type) -> bool:
-    """Whether ``cls``'s records may be made by writing their slots (``_blockpack.records``):
-    a slotted dataclass whose ``__init__`` is the one dataclasses wrote, storing each field
-    and nothing more (no ``__post_init__``, no ``__new__`` of its own)."""
-    init = cls.__dict__.get("__init__")
-    code = getattr(init, "__code__", None)
-    return (
-        "__slots__" in cls.__dict__
-        and cls.__new__ is object.__new__
-        and not hasattr(cls, "__post_init__")
-        and code is not None
-        and code.co_filename == "<string>"  # dataclasses' generated source
-        and all(f.init for f in dataclasses.fields(cls))
-    )
 
 
 @functools.cache

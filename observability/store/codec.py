@@ -18,6 +18,14 @@ from observability import events as ev
 
 __all__ = ["KINDS", "decode", "encode", "kind_of"]
 
+_c_records: typing.Callable[[type, tuple[str, ...], list[list[Any]]], list[Any] | None] | None
+try:
+    from observability.store import _blockpack  # type: ignore[attr-defined]
+
+    _c_records = _blockpack.records
+except ImportError:  # not compiled (setup.py's extensions are optional): constructors only
+    _c_records = None
+
 KINDS: dict[str, type] = {
     name: obj
     for name in ev.__all__
@@ -95,6 +103,8 @@ def _builder(tp: Any) -> typing.Callable[[Any], Any]:
             item = _builder(args[0])
             if item is _identity:
                 return lambda v: None if v is None else tuple(v)
+            if isinstance(args[0], type) and _direct(args[0]):
+                return _many(args[0], item)
             return lambda v: None if v is None else tuple(map(item, v))
         items = [_builder(a) for a in args]
         if all(b is _identity for b in items):  # pairs of plain values: most span attributes
@@ -114,6 +124,51 @@ def _builder(tp: Any) -> typing.Callable[[Any], Any]:
 
         return build
     return _identity
+
+
+def _direct(cls: type) -> bool:
+    """Whether ``cls``'s records may be made by writing their slots (``_blockpack.records``):
+    a slotted dataclass whose ``__init__`` is the one dataclasses wrote, storing each field
+    and nothing more (no ``__post_init__``, no ``__new__`` of its own)."""
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    return (
+        dataclasses.is_dataclass(cls)
+        and "__slots__" in cls.__dict__
+        and cls.__new__ is object.__new__
+        and not hasattr(cls, "__post_init__")
+        and code is not None
+        and code.co_filename == "<string>"  # dataclasses' generated source
+        and all(f.init for f in dataclasses.fields(cls))
+    )
+
+
+def _many(tp: type, item: typing.Callable[[Any], Any]) -> typing.Callable[[Any], Any]:
+    """A builder of a tuple of ``tp`` records (a scrape's samples) from their stored dicts:
+    a column per field, the records made by writing their slots. One ``item`` call a record
+    (a dict comprehension and a frozen ``__init__``) was most of reading a store's metrics.
+    A dict that lacks a field (written before the field was added) is built by ``item``."""
+    names = tuple(f.name for f in dataclasses.fields(tp))
+    hints = _hints(tp)
+    converters = [(j, _builder(hints[n])) for j, n in enumerate(names)]
+    converters = [(j, b) for j, b in converters if b is not _identity]
+
+    def build(v: Any) -> Any:
+        if v is None:
+            return None
+        made = None
+        if _c_records is not None:
+            try:
+                cols = [[d[n] for d in v] for n in names]
+            except (KeyError, TypeError):  # a field missing, or not a dict: one by one
+                cols = None
+            if cols is not None:
+                for j, b in converters:
+                    cols[j] = list(map(b, cols[j]))
+                made = _c_records(tp, names, cols)
+        return tuple(map(item, v)) if made is None else tuple(made)
+
+    return build
 
 
 def _build(tp: Any, value: Any) -> Any:

@@ -68,16 +68,16 @@ def test_real_blocks_decode_to_what_the_constructors_make(name: str) -> None:
         stream = ROUTES.get(type(e))
         if stream is not None:
             by_stream.setdefault(stream.name, []).append(e)
-    assert blocks._c_records is not None, "observability/store/_blockpack.c was not built"
+    assert codec._c_records is not None, "observability/store/_blockpack.c was not built"
     kinds: set[str] = set()
     for records in by_stream.values():
         block = blocks.encode_block(records[:8192])
         direct = blocks.decode_block(block)
-        saved, blocks._c_records = blocks._c_records, None
+        saved, codec._c_records = codec._c_records, None
         try:
             constructed = blocks.decode_block(block)
         finally:
-            blocks._c_records = saved
+            codec._c_records = saved
         assert [(s, type(e), repr(e)) for s, e in direct] == [
             (s, type(e), repr(e)) for s, e in constructed
         ]
@@ -87,7 +87,7 @@ def test_real_blocks_decode_to_what_the_constructors_make(name: str) -> None:
 
 
 def test_only_a_class_whose_init_just_stores_its_fields_is_made_by_its_slots() -> None:
-    assert all(blocks._direct(cls) for cls in KINDS.values())
+    assert all(codec._direct(cls) for cls in KINDS.values())
 
     @dataclasses.dataclass(frozen=True, slots=True)
     class Checked:
@@ -101,7 +101,7 @@ def test_only_a_class_whose_init_just_stores_its_fields_is_made_by_its_slots() -
     class Unslotted:
         at_ns: int
 
-    assert not blocks._direct(Checked) and not blocks._direct(Unslotted)
+    assert not codec._direct(Checked) and not codec._direct(Unslotted)
 
 
 _SCALAR = st.one_of(
