@@ -15,6 +15,7 @@ from observability.analyze import analyze_bundle
 from observability.bundle import BundleError
 from observability.bundle.loose import kind_of, open_loose
 from tests.detectors.recording import RecordedRun
+from tests.judged import judged
 
 LOG_ONLY = {
     ("hung_request", "router"),
@@ -36,6 +37,12 @@ def _found(path: Path, **kw: object) -> set[tuple[str, str]]:
     return {(f.kind, f.model) for f in result.findings if f.severity.rank >= 1}
 
 
+def _found_in_log(name: str, log: Path) -> set[tuple[str, str]]:
+    """``_found`` of a log file, judged again only when the package or the file's bytes
+    change (tests/judged.py): the recorded log and its framings are the same every run."""
+    return judged(f"loose-{name}", [log], lambda: _found(log))
+
+
 def _framed(log: Path, out: Path, frame: str) -> Path:
     with log.open("rb") as src, out.open("wb") as dst:
         for i, line in enumerate(src):
@@ -53,7 +60,7 @@ def _framed(log: Path, out: Path, frame: str) -> Path:
 
 @pytest.fixture(scope="module")
 def plain(faulty_none_run: RecordedRun) -> set[tuple[str, str]]:
-    return _found(faulty_none_run.log)
+    return _found_in_log("plain", faulty_none_run.log)
 
 
 def test_the_log_alone_is_analysed(plain: set[tuple[str, str]]) -> None:
@@ -65,7 +72,7 @@ def test_a_framed_log_gives_the_same_findings(
     frame: str, faulty_none_run: RecordedRun, plain: set[tuple[str, str]], tmp_path: Path
 ) -> None:
     framed = _framed(faulty_none_run.log, tmp_path / "pod.log", frame)
-    assert _found(framed) == plain
+    assert _found_in_log(frame, framed) == plain
 
 
 def test_a_folder_of_artifacts(faulty_run: RecordedRun, tmp_path: Path) -> None:
