@@ -120,7 +120,7 @@ def now_for(view: View) -> tuple[Coverage, list[ModelWork]]:
 def cached_clock_offset(store: str, newest_ns: int) -> int | None:
     """``epoch - monotonic`` estimated from the store (``open_view``): it decodes every trace
     span and every request's state lines, and ran again on every click of every page (a
-    fifth of the app tests' time on the demo's recording)."""
+    ninth of the app tests' samples on the demo's recording, by py-spy)."""
     with Store(store, readonly=True) as db:
         return estimate_clock_offset(db)
 

@@ -836,7 +836,7 @@ fail:
 /* Records of a slotted class from its columns, one per row, each field written straight
  * into its slot: a frozen dataclass's __init__ sets each field through object.__setattr__,
  * a Python call per field, and that was a quarter of decoding a block. The caller vouches
- * that the class's __init__ does nothing else (blocks._direct). None when a name is not an
+ * that the class's __init__ does nothing else (codec._direct). None when a name is not an
  * object slot of the class or a column is not a list of the first one's length. */
 static PyObject *
 records(PyObject *self, PyObject *args)

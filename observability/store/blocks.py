@@ -192,7 +192,7 @@ def _plan(
     )
 
     direct = positional and _direct(cls)
-    fields = tuple(order)
+    field_names = tuple(order)
 
     def build(cols: list[list[Any]], start: int) -> list[Any]:
         values: dict[str, list[Any]] = {}
@@ -203,7 +203,7 @@ def _plan(
         if positional:
             ordered = [values[name] for name in order]
             fast = codec._c_records  # read at each call: tests turn it off
-            made = fast(cls, fields, ordered) if direct and fast is not None else None
+            made = fast(cls, field_names, ordered) if direct and fast is not None else None
             return list(map(cls, *ordered)) if made is None else made
         names = list(values)
         rows = zip(*values.values(), strict=True)
