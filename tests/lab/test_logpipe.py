@@ -44,8 +44,13 @@ def test_a_callback_traceback_reaches_the_piped_log(lab_factory: Callable[..., T
         lab.stop()
     assert "Exception in callback" in text  # the stub's stderr, through the pipe
     assert "[request id: lp-callback]" in text  # and Triton's own verbose lines
-    found = analyze_bundle(lab.log_path).findings
-    assert ("callback_error", "router") in {(f.kind, f.model) for f in found}
+    result = analyze_bundle(lab.log_path)
+    found = {(f.kind, f.model) for f in result.findings}
+    # Failed once in a full CI run with nothing found at all (2026-11-27, not seen again in
+    # seven runs here): the lines around the traceback and the analysis' notes, to tell why.
+    at = text.index("Exception in callback")
+    around = text[max(0, at - 1500) : at + 1500]
+    assert ("callback_error", "router") in found, (found, result.notes, around)
 
 
 def test_without_the_pipe_the_log_file_misses_the_traceback(
