@@ -242,26 +242,14 @@ def _step_models(
     if not ensembles:
         return None
     steps: set[str] = set()
-    near: dict[str, set[str]] = {}
-    times = [at for at, _ in released]
-    by_model: dict[str, list[int]] = {}
-    for at, model in released:
-        by_model.setdefault(model, []).append(at)
     last: int | None = None
     for r in prepared:
         at = r.header.at_ns
         if r.model in ensembles:
             last = at
-            continue
-        if last is not None and at - last <= _STEP_NS:
+        elif last is not None and at - last <= _STEP_NS:
             steps.add(r.model)
-        seen = near.setdefault(r.model, set())
-        i = bisect_left(times, at - _STEP_NS)
-        j = bisect_right(times, at + _STEP_NS, lo=i)
-        if j - i <= _FEW_RELEASES:
-            seen.update(model for _, model in released[i:j])
-        else:  # a crowd of releases: each model's own times tell whether one is near
-            seen.update(m for m, ts in by_model.items() if m not in seen and _near(ts, at))
+    near = _released_near(prepared, ensembles, released)
     grown = True
     while grown:
         grown = False
@@ -270,6 +258,30 @@ def _step_models(
                 steps.add(model)
                 grown = True
     return frozenset(steps | ensembles)
+
+
+def _released_near(
+    prepared: list[ev.RequestPrepared], ensembles: set[str], released: list[tuple[int, str]]
+) -> dict[str, set[str]]:
+    """Model (not an ensemble) -> the models released within ``_STEP_NS`` of any of its
+    ``prepared:`` lines (``released``: ``(at_ns, model)`` in time order)."""
+    near: dict[str, set[str]] = {}
+    times = [at for at, _ in released]
+    by_model: dict[str, list[int]] = {}
+    for at, model in released:
+        by_model.setdefault(model, []).append(at)
+    for r in prepared:
+        if r.model in ensembles:
+            continue
+        at = r.header.at_ns
+        seen = near.setdefault(r.model, set())
+        i = bisect_left(times, at - _STEP_NS)
+        j = bisect_right(times, at + _STEP_NS, lo=i)
+        if j - i <= _FEW_RELEASES:
+            seen.update(model for _, model in released[i:j])
+        else:  # a crowd of releases: each model's own times tell whether one is near
+            seen.update(m for m, ts in by_model.items() if m not in seen and _near(ts, at))
+    return near
 
 
 _FEW_RELEASES = 16

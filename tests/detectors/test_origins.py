@@ -102,34 +102,18 @@ def test_a_clients_line_is_kept_from_every_child_admitted_before_its_request() -
     ]
 
 
-def _steps_one_release_at_a_time(
-    records: list[object], released: list[tuple[int, str]], executed: set[str]
-) -> frozenset[str] | None:
-    """``_step_models`` as it read every release near each ``prepared:`` line: its reference."""
-    prepared = [r for r in records if isinstance(r, ev.RequestPrepared)]
-    ensembles = {r.model for r in prepared} - executed
-    if not ensembles:
-        return None
-    steps: set[str] = set()
+def _near_one_release_at_a_time(
+    prepared: list[ev.RequestPrepared], ensembles: set[str], released: list[tuple[int, str]]
+) -> dict[str, set[str]]:
+    """``_released_near`` by reading every release against every line: its reference."""
     near: dict[str, set[str]] = {}
-    last: int | None = None
     for r in prepared:
-        at = r.header.at_ns
-        if r.model in ensembles:
-            last = at
-            continue
-        if last is not None and at - last <= origins_module._STEP_NS:
-            steps.add(r.model)
-        seen = near.setdefault(r.model, set())
-        seen.update(m for t, m in released if abs(t - at) <= origins_module._STEP_NS)
-    grown = True
-    while grown:
-        grown = False
-        for model, after in near.items():
-            if model not in steps and (after - {model}) & steps:
-                steps.add(model)
-                grown = True
-    return frozenset(steps | ensembles)
+        if r.model not in ensembles:
+            at = r.header.at_ns
+            near.setdefault(r.model, set()).update(
+                m for t, m in released if abs(t - at) <= origins_module._STEP_NS
+            )
+    return near
 
 
 MODELS = ("ens", "a", "b", "c", "")
@@ -153,22 +137,22 @@ def _crowded(draw: st.DrawFn, models: tuple[str, ...]) -> tuple[int, str]:
     st.lists(_crowded(MODELS[:4]), max_size=60),
     st.lists(_crowded(MODELS), min_size=40, max_size=120),  # crowds of more than 16
 )
-@example(  # b's crowd of releases holds no step's: b is no step (a is, right after ens)
+@example(  # b's crowd of releases holds b's alone, a's crowd a's alone
     admitted=[(5, "ens"), (34, "a"), (2 * _CLUSTER_NS + 10, "b")],
     releases=[(i, "a") for i in range(17)] + [(2 * _CLUSTER_NS + i, "b") for i in range(17)],
 )
-def test_step_models_reads_a_crowd_of_releases_as_one_by_one(
+def test_a_crowd_of_releases_reads_as_one_by_one(
     admitted: list[tuple[int, str]], releases: list[tuple[int, str]]
 ) -> None:
     """Whether few releases are near a line (read one by one) or a crowd (asked per model),
-    the models read as steps are those of the one-by-one reading."""
+    the models released near each model's lines are those of the one-by-one reading."""
     header = ev.LogRecord
-    records: list[object] = [
+    prepared = [
         ev.RequestPrepared(header(at, ev.LogLevel.INFO, "x.cc", 1, i), "", model, 1, 1, 0)
         for i, (at, model) in enumerate(sorted(admitted))
     ]
-    executed = {"a", "b", "c"}  # models with instances; "ens", an ensemble, has none
+    ensembles = {"ens"}  # a model without instances; "a", "b" and "c" have theirs
     released = sorted(releases)
-    assert origins_module._step_models(records, released, executed) == (
-        _steps_one_release_at_a_time(records, released, executed)
+    assert origins_module._released_near(prepared, ensembles, released) == (
+        _near_one_release_at_a_time(prepared, ensembles, released)
     )
