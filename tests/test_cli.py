@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -141,6 +142,14 @@ def test_demo_injects_every_fault_and_stops_cleanly(tmp_path) -> None:
     assert not processes_mentioning(str(run_dir))
 
 
+def _log_tail(log: Path, lines: int = 30) -> str:
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError as err:
+        return f"\n(no Triton log: {err})"
+    return "\nthe end of triton.log:\n" + "\n".join(text[-lines:])
+
+
 @pytest.mark.lab
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_demo_stops_cleanly_on_ctrl_c_and_kill(tmp_path, signum: int) -> None:
@@ -154,10 +163,21 @@ def test_demo_stops_cleanly_on_ctrl_c_and_kill(tmp_path, signum: int) -> None:
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 180
+        seen: list[str] = []
         for line in proc.stdout:
-            if "t+8s per model" in line or time.monotonic() > deadline:
+            seen.append(line)
+            # A second's table can come late on a busy machine, its title skipping t+8s.
+            at = re.search(r"t\+(\d+)s per model", line)
+            if (at and int(at.group(1)) >= 8) or time.monotonic() > deadline:
                 break
-        assert processes_mentioning(str(run_dir / "backends"))
+        # It failed once in a full CI run with no process left and nothing said why: most
+        # likely the loop waited for a "t+8s" title that never came, to the demo's end.
+        lab = processes_mentioning(str(run_dir / "backends"))
+        assert lab, (
+            f"exit {proc.poll()}; the demo printed:\n"
+            + "".join(seen[-60:])
+            + _log_tail(run_dir / "triton.log")
+        )
         proc.send_signal(signum)
         out, _ = proc.communicate(timeout=120)
     finally:

@@ -21,7 +21,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import yaml
 
 from observability.lab import LabConfig, TritonLab, demo_env, demo_repository
 from observability.lab.errors import LabError
+from observability.lab.ports import free_port
 
 __all__ = ["FleetBox", "FleetOptions", "Pod", "scaled_rules"]
 
@@ -84,12 +84,6 @@ class Pod:
     @property
     def target(self) -> str:
         return f"{NAMESPACE}/{self.name}"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout_s: float = 5.0, limit: int = 8 * 2**20) -> bytes:
@@ -297,7 +291,7 @@ class FleetBox:
         cfg = prom_root / "prometheus.yml"
         cfg.write_text(yaml.safe_dump(config, sort_keys=False))
         for _attempt in range(3):  # another process can take the port between probe and bind
-            self.prom_port = _free_port()
+            self.prom_port = free_port()
             log = (prom_root / "prometheus.log").open("ab")
             self._prom = subprocess.Popen(
                 [
@@ -490,7 +484,7 @@ def _serve_fleet_ui(box: FleetBox, console: Any) -> None:
         console.print("[yellow]The triage app needs the app extra[/]: pip install "
                       "'triton-observability[app]'")  # fmt: skip
         return
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "TRITON_OBS_TRIAGE_PROMETHEUS": box.prometheus_url,

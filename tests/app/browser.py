@@ -13,7 +13,6 @@ import contextlib
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from websockets.sync.client import ClientConnection, connect
 
+from observability.lab.ports import free_port
 from observability.lab.processes import stop_group
 
 __all__ = ["CHROMIUM", "app_server", "capture"]
@@ -67,9 +67,7 @@ class _Session:
 def app_server(store: Path, log: Path | None, server_log: Path) -> Iterator[str]:
     """``triton-obs triage`` on a free loopback port, as a user starts it; yields its URL once
     it answers, and stops it with the streamlit child it started (they share a session)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     argv = [sys.executable, "-m", "dashboards.app_cli", "--store", str(store), "--port", str(port)]
     if log is not None:
         argv += ["--log", str(log)]

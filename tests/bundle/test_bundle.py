@@ -17,6 +17,7 @@ from observability.bundle import BundleError, CaptureConfig, capture, open_bundl
 from observability.bundle.ingest import ingest
 from observability.cli import app
 from observability.lab import TritonLab
+from observability.lab.ports import free_port
 from observability.load import Status, TritonClient
 from observability.load.workload import inputs_for
 from observability.store import Store
@@ -155,16 +156,13 @@ def test_broken_parts_are_skipped_with_notes(tmp_path: Path) -> None:
 
 def test_capture_keeps_otlp_requests_and_ingest_reads_them(tmp_path: Path) -> None:
     """Spans exported by the real OpenTelemetry SDK during the window end up in the store."""
-    import socket
 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     out = tmp_path / "bundle"
 
     def export() -> None:

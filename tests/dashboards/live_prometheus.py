@@ -12,7 +12,6 @@ import json
 import math
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -25,6 +24,7 @@ import pytest
 import yaml
 
 from dashboards.grafana import build_all
+from observability.lab.ports import free_port
 from tests import yamlfast
 
 __all__ = [
@@ -45,12 +45,6 @@ NEEDS_PROMETHEUS = pytest.mark.skipif(
     reason="prometheus missing: apt-get install -y prometheus (.ci/run does)",
 )
 """For a module that runs Debian's Prometheus."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _get(url: str, timeout_s: float = 10.0) -> bytes:
@@ -142,7 +136,7 @@ class Prometheus:
         cfg = self.root / "prometheus.yml"
         cfg.write_text(yaml.safe_dump(config, sort_keys=False))
         for _attempt in range(3):  # another process can win the free port between probe and bind
-            self.port = _free_port()
+            self.port = free_port()
             log = (self.root / "prometheus.log").open("ab")
             self.proc = subprocess.Popen(
                 [

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,18 +23,13 @@ from pathlib import Path
 import pytest
 
 from observability.lab import TritonLab
+from observability.lab.ports import free_port
 from tests import yamlfast
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES: dict[str, dict] = yamlfast.load((ROOT / "compose.yaml").read_text())["services"]
 BINARIES = {"prometheus": "prometheus", "alertmanager": "prometheus-alertmanager"}
 """Debian's names of the stack's programs."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _defaults(text: str) -> str:
@@ -110,7 +104,7 @@ def test_prometheus_runs_with_the_stacks_config_and_rules(tmp_path: Path, runnin
     mounts = Mounts("prometheus", tmp_path)
     config = tmp_path / "prometheus.yml"
     config.write_text(mounts((ROOT / "deploy/prometheus/prometheus.yml").read_text()))
-    port = str(_free_port())
+    port = str(free_port())
     mounts.pairs = [p for p in mounts.pairs if p[0] != "/etc/prometheus/prometheus.yml"]
     mounts.pairs.append(("/etc/prometheus/prometheus.yml", str(config)))  # the translated copy
     argv = ["prometheus", *_args("prometheus", mounts, {":9090": f":{port}"})]
@@ -133,7 +127,7 @@ def test_prometheus_runs_with_the_stacks_config_and_rules(tmp_path: Path, runnin
 )
 def test_alertmanager_runs_with_the_stacks_config(tmp_path: Path, running) -> None:
     mounts = Mounts("alertmanager", tmp_path)
-    port = str(_free_port())
+    port = str(free_port())
     argv = ["prometheus-alertmanager", *_args("alertmanager", mounts, {":9093": f":{port}"})]
     proc = running(argv)
     assert _ready(f"http://127.0.0.1:{port}/-/ready", proc), proc.communicate(timeout=5)[0]
@@ -148,7 +142,7 @@ def test_watch_and_triage_run_with_the_stacks_arguments(
         ports = {
             "127.0.0.1:8000": lab.http_url.removeprefix("http://"),
             "127.0.0.1:8002": lab.metrics_url.removeprefix("http://").removesuffix("/metrics"),
-            "9464": str(_free_port()),
+            "9464": str(free_port()),
         }
         mounts = Mounts("triton-obs", tmp_path)
         log = Path(mounts("/var/log/triton/triton.log"))
@@ -161,7 +155,7 @@ def test_watch_and_triage_run_with_the_stacks_arguments(
         time.sleep(3)  # a detection pass or two writes the store
         store = Path(mounts("/data/triton-obs.db"))
         assert store.exists()
-        triage_port = str(_free_port())
+        triage_port = str(free_port())
         mounts = Mounts("triage", tmp_path)
         argv = _args("triage", mounts, {"8501": triage_port, "0.0.0.0": "127.0.0.1"})
         triage = running([sys.executable, "-m", "observability.cli", *argv])

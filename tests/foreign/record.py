@@ -7001,11 +7001,9 @@ default, 5 s, would leave the window's last spans unsent)."""
 
 def _free_loopback_port() -> int:
     """A TCP port free on 127.0.0.1 now (the capture's OTLP receiver binds it later)."""
-    import socket
+    from observability.lab.ports import free_port
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_port()
 
 
 def _otel_args(port: int | None) -> tuple[str, ...]:

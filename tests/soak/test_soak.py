@@ -18,7 +18,6 @@ import json
 import random
 import re
 import shutil
-import socket
 import sqlite3
 import threading
 import time
@@ -34,6 +33,7 @@ from observability import events as ev
 from observability.catalogue import schedule
 from observability.lab import LabConfig, TritonLab, demo_repository
 from observability.lab.errors import LabError
+from observability.lab.ports import free_port
 from observability.load import LoadConfig, Outcome, Status, TritonClient, run_load
 from observability.load.runner import set_cold_start
 from observability.load.workload import inputs_for
@@ -72,12 +72,6 @@ _UNDELIVERED = ("unavailable", "connection refused", "failed to connect", "socke
 _ALLOWED_EXCEPTIONS = ("ChildError", "KeyError: 'LOGITS'", GARBAGE_EXCEPTION.decode())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _metric(url: str, name: str) -> float:
     try:
         with urllib.request.urlopen(url, timeout=5) as resp:
@@ -97,7 +91,7 @@ class Soak:
     def __init__(self, tmp: Path, cycles: int) -> None:
         self.tmp = tmp
         self.cycles = cycles
-        self.otlp_port = _free_port()
+        self.otlp_port = free_port()
         # The store grows ~1.5 MB/s under this load; retention caps it at 2 GiB (+ WAL).
         self.disk = DiskFiller(tmp / "disk", size_mb=min(1024 + 120 * cycles, 3072))
         self.disk.mount()
