@@ -3,8 +3,8 @@
 A block is one stream's records (a log file's lines, a target's scrapes, a batch of spans) in
 arrival order. Records are grouped by kind; each kind's fields, nested headers flattened, are
 stored as columns; integer columns as deltas. A column of one log field repeats the same few
-values, and the deltas of timestamps and byte offsets are small, so xz leaves about a tenth
-of what the same records take as JSON rows (``python -m benchmarks.store_size``). Decoding
+values, and the deltas of timestamps and byte offsets are small, so zstd leaves about a
+tenth of what the same records take as JSON rows (``python -m benchmarks.store_size``). Decoding
 rebuilds the same frozen dataclasses as :func:`observability.store.codec.decode`, and only the
 kinds a reader asks for.
 """
@@ -20,11 +20,14 @@ import lzma
 import math
 import operator
 import sys
+import threading
 import types
 import typing
 import zlib
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
+
+import zstandard
 
 from observability.store import codec
 from observability.store.codec import KINDS, _builder, _direct, _hints, _identity, _plain
@@ -41,24 +44,32 @@ try:
 except ImportError:  # not compiled (setup.py's extensions are optional): every column in Python
     _c_pack = _c_columns = _c_group = None
 
-_PRESET = 1
-"""xz (LZMA) at its fastest preset: on the demo's healthy recording it leaves 344 bytes a
-client request where zlib's default left 395 (zlib 9: 379; xz 6: 305 at twice the time)."""
+_ZSTD_LEVEL = 6
+"""zstd's level for new blocks. On the demo's healthy recording it leaves 368 bytes a client
+request where xz at its fastest preset (schema 7's blocks) left 353, and compresses a block
+of log records 4-5 times and decompresses it 9-11 times as fast; levels 1-5 leave 6-11% more,
+8-9 1-2% less at 1.5-2 times level 6's time (``docs/formats/store.md``)."""
 
 _XZ_MAGIC = b"\xfd7zXZ\x00"
+_MAX_BODY = 1 << 30
+"""A damaged block's header may claim any size: it is refused, not allocated."""
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-def _xz(body: bytes) -> bytes:
-    """``body`` as xz at :data:`_PRESET`, its dictionary no larger than the body needs.
-    The preset's 1 MiB dictionary has the encoder clear its match finder's tables at every
-    block: 1.4 ms, twice the compression of a 180 KB block of log records. A dictionary
-    that holds the whole body finds the same matches (the same compressed size on the
-    benchmark's log); readers take any dictionary size."""
-    size = 4096
-    while size < len(body) and size < 1 << 20:
-        size <<= 1
-    filters = [{"id": lzma.FILTER_LZMA2, "preset": _PRESET, "dict_size": size}]
-    return lzma.compress(body, format=lzma.FORMAT_XZ, filters=filters)
+class _Codecs(threading.local):
+    """A zstd context per thread: a context is not safe to share between threads, and making
+    one per block cost more than compressing a small block."""
+
+    def __init__(self) -> None:
+        self.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
+        self.decompressor = zstandard.ZstdDecompressor()
+
+
+_codecs = _Codecs()
+
+
+def _compress(body: bytes) -> bytes:
+    return _codecs.compressor.compress(body)
 
 
 class BlockError(ValueError):
@@ -358,11 +369,17 @@ def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes
     if sources:
         body += [b',"s":', _packed(list(sources))]
     body.append(b"}")
-    return _xz(b"".join(body))
+    return _compress(b"".join(body))
 
 
 def _inflate(data: bytes) -> bytes:
-    """xz blocks; zlib ones too (the first blocks written by schema 5)."""
+    """zstd blocks (schema 8); xz ones (schema 6 and 7) and zlib ones (the first blocks
+    written by schema 5) as well: a migrated store keeps its blocks as they were."""
+    if data.startswith(_ZSTD_MAGIC):
+        size = zstandard.frame_content_size(data)
+        if not 0 <= size <= _MAX_BODY:  # -1: no size written, as our blocks always write
+            raise ValueError(f"a zstd block of {size} bytes")
+        return _codecs.decompressor.decompress(data)
     if data.startswith(_XZ_MAGIC):
         return lzma.decompress(data)
     return zlib.decompress(data)
@@ -389,7 +406,15 @@ def decode_block(
                 raise ValueError(f"{kind}: columns of different lengths")
             built.append(_layout(KINDS[kind]).build(cols))
         sources = _unpack(body["s"]) if "s" in body else None
-    except (zlib.error, lzma.LZMAError, ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+    except (
+        zlib.error,
+        lzma.LZMAError,
+        zstandard.ZstdError,
+        ValueError,
+        KeyError,
+        TypeError,
+        UnicodeDecodeError,
+    ) as err:
         raise BlockError(f"not a store block: {err}") from None
     taken = [iter(b) for b in built]
     wanted = [kinds is None or k in kinds for k in names]

@@ -1,5 +1,6 @@
 """Stores written by earlier code open, are migrated and keep every record: schema 4 (a row per
-record) and schema 6 (blocks before their text columns were dictionary-coded);
+record), schema 6 (blocks before their text columns were dictionary-coded) and schema 7
+(xz blocks, before zstd);
 ``tests/fixtures/stores/README.md`` says how each was written."""
 
 from __future__ import annotations
@@ -115,7 +116,10 @@ def test_a_migrated_store_reads_back_through_the_detectors(tmp_path: Path) -> No
     assert {(f.kind, f.model) for f in stored.findings} == want
 
 
-OLD6 = FIXTURES / "stores" / "schema6-ocr_cycle_deadlock.db.gz"
+OLD_BLOCKS = {
+    6: FIXTURES / "stores" / "schema6-ocr_cycle_deadlock.db.gz",
+    7: FIXTURES / "stores" / "schema7-ocr_cycle_deadlock.db.gz",
+}
 HEALTHY = FIXTURES / "recordings" / "healthy" / "bundle.tar.gz"
 
 
@@ -129,17 +133,18 @@ def _otlp_files(n: int) -> list[list[ev.OtlpSpan]]:
         return [spans_from_otlp_json(json.loads(tar.extractfile(name).read())) for name in names]  # type: ignore[union-attr]
 
 
-def test_a_schema_6_store_is_migrated_and_reads_as_todays_store_of_the_same_input(
-    tmp_path: Path,
+@pytest.mark.parametrize("version", [6, 7])
+def test_a_block_store_is_migrated_and_reads_as_todays_store_of_the_same_input(
+    tmp_path: Path, version: int
 ) -> None:
-    """Schema 7 dictionary-codes text columns: a store written by schema 6's code opens,
-    is migrated (its blocks stay as they were) and holds exactly what today's code stores
-    from the same input; a replay into it stores nothing."""
-    path = tmp_path / "old6.db"
-    with gzip.open(OLD6) as src, path.open("wb") as dst:
+    """Schema 7 dictionary-codes text columns, schema 8 writes zstd blocks: a store written
+    by schema 6's or 7's code opens, is migrated (its blocks stay as they were) and holds
+    exactly what today's code stores from the same input; a replay into it stores nothing."""
+    path = tmp_path / f"old{version}.db"
+    with gzip.open(OLD_BLOCKS[version]) as src, path.open("wb") as dst:
         shutil.copyfileobj(src, dst)
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == version
     db.close()
     fresh = tmp_path / "fresh.db"
     with Store(fresh) as store:
@@ -148,7 +153,7 @@ def test_a_schema_6_store_is_migrated_and_reads_as_todays_store_of_the_same_inpu
             store.write(spans)
         want = _new_records(store)
     with Store(path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 7
+        assert store.schema_version() == SCHEMA_VERSION == 8
         assert _new_records(store) == want
         report = ingest(BUNDLE, store)
         assert sum(report.inserted.values()) == 0 and report.duplicates > 0, report
