@@ -343,6 +343,7 @@ def ingest_bundle(
             _write(store, part, source, batch, report)
             if on_batch is not None:
                 on_batch(part, len(batch))
+            del batch  # freed now, while the write has them in cache, not after the next batch
     store.compact()  # what an earlier writer staged for the same sources
     return report
 
