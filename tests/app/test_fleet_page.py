@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from dashboards.app.data import fleet as fl
+from observability.lab.ports import free_port
 from tests.app.helpers import run_page, texts
 
 
@@ -89,11 +90,7 @@ def server() -> Iterator[str]:
 
 
 def _dead_url() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def test_pods_with_findings_worst_first(server: str) -> None:

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 
 from observability import bls
 from observability.bls.export import ExportQueue
+from observability.lab.ports import free_port
 from tests.bls.fakes import FakePbUtils, FakeRequest
 from tests.bls.otlp_receiver import OtlpReceiver
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_endpoint_down_every_call_succeeds_and_drops_are_counted() -> None:
     bls.setup(
         pb_utils=FakePbUtils,
         model="m",
-        endpoint=f"http://127.0.0.1:{_closed_port()}/v1/traces",
+        endpoint=f"http://127.0.0.1:{free_port()}/v1/traces",
         queue_size=8,
         batch_size=4,
         export_timeout_s=0.2,

@@ -8,7 +8,6 @@ import json
 import random
 import re
 import shutil
-import socket
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from observability.lab import TritonLab, demo_repository
+from observability.lab.ports import free_port
 from observability.load import Outcome, Status, TritonClient
 from observability.load.workload import inputs_for
 from tests.bls.otlp_receiver import OtlpReceiver
@@ -223,9 +223,7 @@ def test_thread_pool_pressure_on_tritons_metrics(lab: TritonLab) -> None:
 
 
 def test_exporter_down_every_request_succeeds(lab_factory, tmp_path_factory) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()
     down = lab_factory(
         small_demo(tmp_path_factory.mktemp("bls-down")),
         name="bls-down",

@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -41,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from observability.lab.ports import free_port
 from tests.foreign.record import (
     ARCHIVE,
     MAX_REQUESTS_PER_WORKER,
@@ -170,19 +170,6 @@ SCENARIOS: dict[str, PtScenario] = {
 }
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -245,7 +232,7 @@ def record_scenario(scenario: PtScenario, out: Path) -> Path:
         raise SystemExit(f"{out} exists: remove it first (or record elsewhere)")
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     outcomes = Outcomes()
-    http, grpc, metrics = _free_ports(3)
+    http, grpc, metrics = (free_port() for _ in range(3))
     with tempfile.TemporaryDirectory(prefix=f"foreign-{scenario.name}-") as tmp_name:
         tmp = Path(tmp_name)
         log = tmp / "triton.log"
