@@ -516,7 +516,8 @@ slot_of(PyTypeObject *type, PyObject *name)
 
 /* One record's value at a path of attribute names (a new reference), or NULL. The steps
  * between are borrowed where a slot holds them: an incref and decref of a record's header a
- * column was a tenth of an ingest, each touching a record the cache no longer held. */
+ * column were a twentieth of an ingest (py-spy), each touching a header the cache no longer
+ * held. */
 #define PATH_HELD 8
 
 static PyObject *
@@ -637,10 +638,13 @@ columns(PyObject *self, PyObject *args)
     SlotCache *caches = PyMem_Calloc((size_t)(m ? m : 1), sizeof(SlotCache));
     PyObject **names = PyMem_Calloc((size_t)(m ? m : 1), sizeof(PyObject *));
     if (out == NULL || caches == NULL || names == NULL) {
-        Py_XDECREF(out);
+        if (out != NULL) { /* PyList_New's own failure has set its error */
+            Py_DECREF(out);
+            PyErr_NoMemory();
+        }
         PyMem_Free(caches);
         PyMem_Free(names);
-        return out == NULL ? NULL : PyErr_NoMemory();
+        return NULL;
     }
     for (Py_ssize_t c = 0; c < m; c++) {
         names[c] = PyTuple_GET_ITEM(PyTuple_GET_ITEM(specs, c), 0);
