@@ -37,11 +37,13 @@ __all__ = ["BlockError", "decode_block", "encode_block"]
 _c_pack: Callable[[list[Any]], bytes | None] | None
 _c_columns: Callable[[list[Any], tuple[Any, ...]], list[bytes | list[Any]]] | None
 _c_group: Callable[[list[Any]], tuple[list[type], bytes, list[list[Any]]]] | None
-try:
-    from observability.store import _blockpack  # type: ignore[attr-defined]
-
-    _c_pack, _c_columns, _c_group = _blockpack.pack, _blockpack.columns, _blockpack.group
-except ImportError:  # not compiled (setup.py's extensions are optional): every column in Python
+if codec.compiled is not None:
+    _c_pack, _c_columns, _c_group = (
+        codec.compiled.pack,
+        codec.compiled.columns,
+        codec.compiled.group,
+    )
+else:  # every column in Python
     _c_pack = _c_columns = _c_group = None
 
 _ZSTD_LEVEL = 6

@@ -18,13 +18,19 @@ from observability import events as ev
 
 __all__ = ["KINDS", "decode", "encode", "kind_of"]
 
-_c_records: typing.Callable[[type, tuple[str, ...], list[list[Any]]], list[Any] | None] | None
+compiled: Any
+"""``observability/store/_blockpack.c``, or None where it was not built (setup.py's
+extensions are optional): each of its functions has a Python path the store takes instead.
+The one import of it, for this module, ``blocks`` and ``sqlite``."""
 try:
     from observability.store import _blockpack  # type: ignore[attr-defined]
 
-    _c_records = _blockpack.records
-except ImportError:  # not compiled (setup.py's extensions are optional): constructors only
-    _c_records = None
+    compiled = _blockpack
+except ImportError:
+    compiled = None
+
+_c_records: typing.Callable[[type, tuple[str, ...], list[list[Any]]], list[Any] | None] | None
+_c_records = compiled.records if compiled is not None else None  # else: constructors only
 
 KINDS: dict[str, type] = {
     name: obj

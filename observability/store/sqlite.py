@@ -23,6 +23,7 @@ from types import TracebackType
 from observability import events as ev
 from observability.findings import Finding
 from observability.gcpause import gc_paused
+from observability.store import codec
 from observability.store.blocks import BlockError, decode_block, encode_block
 from observability.store.codec import decode, encode, kind_of
 from observability.store.schema import (
@@ -39,12 +40,8 @@ from observability.store.schema import (
 __all__ = ["Store", "StoreError", "StoreFullError", "WriteResult"]
 
 _c_log_run: Callable[[list[object]], tuple[list[int], int, int] | None] | None
-try:
-    from observability.store import _blockpack  # type: ignore[attr-defined]
-
-    _c_log_run = _blockpack.log_run
-except ImportError:  # not compiled: every log batch takes the keyed path (the same blocks)
-    _c_log_run = None
+# Not compiled: every log batch takes the keyed path (the same blocks).
+_c_log_run = codec.compiled.log_run if codec.compiled is not None else None
 
 _UNBINDABLE = (
     OverflowError,
