@@ -33,13 +33,19 @@ def _compiled(column: list[object]) -> bytes | None:
     return blocks._c_pack(column)
 
 
-@pytest.mark.parametrize("name", ["gs_spam_hang", "tts_queue_full", "sum_lm_hang_iso"])
-def test_real_columns_and_blocks_are_the_same_bytes(name: str) -> None:
+def _by_stream(name: str) -> dict[str, list[object]]:
+    """A real run's records, by the store stream each goes to, in order."""
     by_stream: dict[str, list[object]] = {}
     for e in parsed(name).events:
         stream = ROUTES.get(type(e))
         if stream is not None:
             by_stream.setdefault(stream.name, []).append(e)
+    return by_stream
+
+
+@pytest.mark.parametrize("name", ["gs_spam_hang", "tts_queue_full", "sum_lm_hang_iso"])
+def test_real_columns_and_blocks_are_the_same_bytes(name: str) -> None:
+    by_stream = _by_stream(name)
     written = 0
     for records in by_stream.values():
         for kind in {type(e).__name__ for e in records}:
@@ -63,11 +69,7 @@ def test_real_columns_and_blocks_are_the_same_bytes(name: str) -> None:
 def test_real_blocks_decode_to_what_the_constructors_make(name: str) -> None:
     """Records made by writing their slots (``_blockpack.records``) are the records their
     classes' ``__init__`` makes: the same type, fields and order, every kind of a real run."""
-    by_stream: dict[str, list[object]] = {}
-    for e in parsed(name).events:
-        stream = ROUTES.get(type(e))
-        if stream is not None:
-            by_stream.setdefault(stream.name, []).append(e)
+    by_stream = _by_stream(name)
     assert codec._c_records is not None, "observability/store/_blockpack.c was not built"
     kinds: set[str] = set()
     for records in by_stream.values():
