@@ -189,12 +189,132 @@ static int ident(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject **out) {
     return *out ? REC : FAIL;
 }
 
-/* A record of kind k from its fields (references stolen, any NULL fails and frees all). */
+/* ------------------------------------------------------------------ the column sink
+ *
+ * A bundle's ingest stores a log's records as a block's columns (observability/store/
+ * blocks.py), never as the records themselves. Scanned into a Sink, a record is written
+ * straight into its kind's columns: no record or header object is made, held for a block,
+ * read back cold column by column and freed, which were two fifths of an ingest's time
+ * (perf). The records the Python loop makes of the lines handed back are appended
+ * (Sink.append) and taken apart the same way; a kind the scan never makes (a model's config)
+ * is kept as records. take() cuts a block's worth off the front for blocks.encode_columns. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cols[K_N];  /* a scan kind's column lists (a tuple), NULL until its first record */
+    PyObject *others;     /* the other kinds' types, in order of first appearance */
+    PyObject *held;       /* per other kind, its records */
+    int *codes;           /* each record's kind: k < K_N, or K_N + its index in others */
+    Py_ssize_t n, cap;
+    int broken;           /* a failed write left its columns uneven: nothing more is taken */
+} Sink;
+
+static PyTypeObject SinkType;
+/* The scan's sink when it is a Sink: make() writes into it. A thread's own: a scan in another
+ * thread (its list sink) never writes into this one's. */
+static _Thread_local Sink *cur_sink;
+static PyObject *hdr_names[5]; /* LogRecord's fields: a header of another type is read by name */
+
+/* A kind's columns: the header's five spread first (blocks._plan), then its own fields. */
+static int headed(int k) { return k != K_HDR && k != K_OUT; }
+static int offset_column(int k) { return k == K_OUT ? 1 : 4; }
+
+static int sink_code(Sink *self, int code) {
+    if (self->n == self->cap) {
+        Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
+        int *grown = PyMem_Realloc(self->codes, (size_t)cap * sizeof(int));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->codes = grown;
+        self->cap = cap;
+    }
+    self->codes[self->n++] = code;
+    return 0;
+}
+
+/* A header's five values (new references), from the scan's tuple or a LogRecord. */
+static int header_values(PyObject *h, PyObject **v) {
+    if (PyTuple_CheckExact(h) && PyTuple_GET_SIZE(h) == 5) {
+        for (int j = 0; j < 5; j++) v[j] = Py_NewRef(PyTuple_GET_ITEM(h, j));
+        return 0;
+    }
+    for (int j = 0; j < 5; j++) {
+        PyObject *x = NULL;
+        if (Py_TYPE(h) == kinds[K_HDR].type) {
+            x = *(PyObject **)((char *)h + kinds[K_HDR].offsets[j]);
+            Py_XINCREF(x);
+        }
+        if (!x) x = PyObject_GetAttr(h, hdr_names[j]);
+        if (!x) {
+            while (j) Py_DECREF(v[--j]);
+            return -1;
+        }
+        v[j] = x;
+    }
+    return 0;
+}
+
+/* Record k of ``fields`` (references stolen) into the sink's columns. */
+static int sink_fields(Sink *self, int k, PyObject **fields) {
+    PyObject *v[16];
+    int m = 0, rc = -1;
+    if (self->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "a failed write left this sink unusable");
+        goto out;
+    }
+    if (headed(k)) {
+        if (header_values(fields[0], v) < 0) goto out;
+        m = 5;
+    } else {
+        v[m++] = Py_NewRef(fields[0]);
+    }
+    for (int i = 1; i < k_fields[k]; i++) v[m++] = Py_NewRef(fields[i]);
+    if (!self->cols[k]) {
+        PyObject *cols = PyTuple_New(m);
+        if (!cols) goto out;
+        for (int c = 0; c < m; c++) {
+            PyObject *col = PyList_New(0);
+            if (!col) {
+                Py_DECREF(cols);
+                goto out;
+            }
+            PyTuple_SET_ITEM(cols, c, col);
+        }
+        self->cols[k] = cols;
+    }
+    for (int c = 0; c < m; c++)
+        if (PyList_Append(PyTuple_GET_ITEM(self->cols[k], c), v[c]) < 0) {
+            self->broken = 1;
+            goto out;
+        }
+    if (sink_code(self, k) < 0) {
+        self->broken = 1;
+        goto out;
+    }
+    rc = 0;
+out:
+    while (m) Py_DECREF(v[--m]);
+    for (int i = 0; i < k_fields[k]; i++) Py_DECREF(fields[i]);
+    return rc;
+}
+
+/* A record of kind k from its fields (references stolen, any NULL fails and frees all). While
+ * a Sink is scanned into, a header is a tuple of its values, and any other record goes into
+ * the sink's columns (None stands for it). */
 static PyObject *make(int k, PyObject **fields) {
     int n = k_fields[k];
     PyObject *obj = NULL;
     for (int i = 0; i < n; i++)
         if (!fields[i]) goto fail;
+    if (cur_sink) {
+        if (k != K_HDR) return sink_fields(cur_sink, k, fields) < 0 ? NULL : Py_NewRef(Py_None);
+        obj = PyTuple_New(n);
+        if (!obj) goto fail;
+        for (int i = 0; i < n; i++) PyTuple_SET_ITEM(obj, i, fields[i]);
+        return obj;
+    }
     obj = kinds[k].type->tp_alloc(kinds[k].type, 0);
     if (!obj) goto fail;
     for (int i = 0; i < n; i++) *(PyObject **)((char *)obj + kinds[k].offsets[i]) = fields[i];
@@ -206,6 +326,11 @@ static PyObject *make(int k, PyObject **fields) {
 fail:
     for (int i = 0; i < n; i++) Py_XDECREF(fields[i]);
     return NULL;
+}
+
+/* A record make() made, into the scan's sink: a list's, or in the Sink's columns already. */
+static int put(PyObject *sink, PyObject *rec) {
+    return PyList_CheckExact(sink) ? PyList_Append(sink, rec) : 0;
 }
 
 static PyObject *make0(int k, PyObject *h) {
@@ -516,7 +641,7 @@ static int headerless(const char *s, Py_ssize_t n, long long off, PyObject *sink
     PyObject *f[3] = {PyLong_FromLongLong(last_at), PyLong_FromLongLong(off), text(s, 0, e)};
     PyObject *rec = make(K_OUT, f);
     if (!rec) return FAIL;
-    int bad = PyList_Append(sink, rec);
+    int bad = put(sink, rec);
     Py_DECREF(rec);
     return bad ? FAIL : REC;
 }
@@ -634,7 +759,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
             }
             Py_DECREF(h);
             if (r == REC) {
-                int bad = PyList_Append(sink, rec);
+                int bad = put(sink, rec);
                 Py_DECREF(rec);
                 if (bad) return FAIL;
                 *last_at = at_ns;
@@ -662,7 +787,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
         PyObject *g[2] = {make(K_HDR, f), text(s, m, e)};
         PyObject *rec = make(K_ERR, g);
         if (!rec) return FAIL;
-        int bad = PyList_Append(sink, rec);
+        int bad = put(sink, rec);
         Py_DECREF(rec);
         if (bad) return FAIL;
         *last_at = at_ns;
@@ -684,10 +809,14 @@ static PyObject *scan_lines(PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!nO!OOiO!O!O!OO", &PyList_Type, &lines, &i, &PyList_Type, &sink,
+    if (!PyArg_ParseTuple(args, "O!nOOOiO!O!O!OO", &PyList_Type, &lines, &i, &sink,
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
                           &PyDict_Type, &sources, &iso_s_in, &iso_k_in))
         return NULL;
+    if (!PyList_CheckExact(sink) && !Py_IS_TYPE(sink, &SinkType)) {
+        PyErr_SetString(PyExc_TypeError, "scan: the sink is a list or a Sink");
+        return NULL;
+    }
     /* The ISO8601 second being spread: past 64 bits (a year-9999 header is 2.5e20 ns), every
      * ISO8601 line goes back to Python, which keeps it as it is */
     int over_s = 0, over_k = 0;
@@ -747,11 +876,20 @@ static PyObject *scan_lines(PyObject *args) {
 /* scan_lines() with the memo emptied first. A scan that begins inside another (a finalizer
  * run by an allocation's collection, calling the parser) leaves the memo to the outer one
  * and reads the dicts directly. */
+static PyObject *scan_into(PyObject *args) {
+    Sink *outer = cur_sink;
+    PyObject *sink = PyTuple_GET_SIZE(args) > 2 ? PyTuple_GET_ITEM(args, 2) : NULL;
+    cur_sink = sink && Py_IS_TYPE(sink, &SinkType) ? (Sink *)sink : NULL;
+    PyObject *out = scan_lines(args);
+    cur_sink = outer;
+    return out;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     if (memo_on) {
         memo_on = 0;
-        PyObject *out = scan_lines(args);
+        PyObject *out = scan_into(args);
         memo_on = 1;
         return out;
     }
@@ -760,7 +898,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     memo_clear(memo_str);
     memo_clear(memo_trans);
     memo_on = 1;
-    PyObject *out = scan_lines(args);
+    PyObject *out = scan_into(args);
     memo_on = 0;
     return out;
 }
@@ -786,6 +924,11 @@ static int kind_of(int k, PyObject *spec) {
             return -1;
         }
         kinds[k].offsets[i] = def->offset;
+        if (k == K_HDR) {
+            PyObject *name = PyUnicode_InternFromString(def->name);
+            if (!name) return -1;
+            Py_XSETREF(hdr_names[i], name);
+        }
     }
     return 0;
 }
@@ -869,6 +1012,279 @@ static PyObject *split_lines(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ------------------------------------------------------------------ the Sink's methods */
+
+static PyObject *s_header, *s_at_ns, *s_offset;
+
+static PyObject *sink_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
+        return NULL;
+    }
+    if (!_PyArg_NoKeywords("Sink", kw) || !_PyArg_NoPositional("Sink", args)) return NULL;
+    Sink *self = (Sink *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->others = PyList_New(0);
+    self->held = PyList_New(0);
+    if (!self->others || !self->held) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void sink_dealloc(Sink *self) {
+    for (int k = 0; k < K_N; k++) Py_CLEAR(self->cols[k]);
+    Py_CLEAR(self->others);
+    Py_CLEAR(self->held);
+    PyMem_Free(self->codes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t sink_len(Sink *self) { return self->n; }
+
+/* append(record): a record the Python loop made, in order with the scanned ones. */
+static PyObject *sink_append(Sink *self, PyObject *rec) {
+    PyTypeObject *type = Py_TYPE(rec);
+    for (int k = 0; k < K_N; k++) {
+        if (type != kinds[k].type) continue;
+        PyObject *fields[8];
+        for (int i = 0; i < k_fields[k]; i++) {
+            PyObject *v = *(PyObject **)((char *)rec + kinds[k].offsets[i]);
+            if (!v) {
+                while (i) Py_DECREF(fields[--i]);
+                PyErr_Format(PyExc_AttributeError, "a %s with a field unset", type->tp_name);
+                return NULL;
+            }
+            fields[i] = Py_NewRef(v);
+        }
+        if (sink_fields(self, k, fields) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (self->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "a failed write left this sink unusable");
+        return NULL;
+    }
+    Py_ssize_t j, m = PyList_GET_SIZE(self->others);
+    for (j = 0; j < m; j++)
+        if (PyList_GET_ITEM(self->others, j) == (PyObject *)type) break;
+    if (j == m) {
+        PyObject *records = PyList_New(0);
+        if (!records) return NULL;
+        int bad = PyList_Append(self->others, (PyObject *)type) < 0 ||
+                  PyList_Append(self->held, records) < 0;
+        Py_DECREF(records);
+        if (bad) {
+            self->broken = 1;
+            return NULL;
+        }
+    }
+    if (PyList_Append(PyList_GET_ITEM(self->held, j), rec) < 0 || sink_code(self, K_N + (int)j) < 0) {
+        self->broken = 1;
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* An exact int that fits 64 bits, into *out; 0 for anything else. */
+static int as_i64(PyObject *v, long long *out) {
+    if (!v || !PyLong_CheckExact(v)) return 0;
+    int overflow = 0;
+    *out = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow;
+}
+
+/* A record of another kind's time and offset: its header's, or its own fields'. */
+static int other_span(PyObject *rec, long long *at, long long *off) {
+    PyObject *h = PyObject_GetAttr(rec, s_header);
+    if (!h) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+        h = Py_NewRef(rec);
+    }
+    PyObject *a = PyObject_GetAttr(h, s_at_ns), *o = a ? PyObject_GetAttr(h, s_offset) : NULL;
+    Py_DECREF(h);
+    int ok = as_i64(a, at) && as_i64(o, off);
+    Py_XDECREF(a);
+    Py_XDECREF(o);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear();
+    }
+    return ok;
+}
+
+/* take(n) -> (kinds, order, parts, span): the first n records as encode_block groups them:
+ * their types in order of first appearance, the JSON of each record's index into them (their
+ * count when there is one), and per type a tuple of its columns (a scan kind) or a list of its
+ * records. span is (min at_ns, max at_ns, first offset, last offset) when every time and
+ * offset is an int of 64 bits, the offsets never go back and no offset holds two records of
+ * one type (what _blockpack.log_run checks of a list); None otherwise. */
+static PyObject *sink_take(Sink *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (self->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "a failed write left this sink unusable");
+        return NULL;
+    }
+    if (n < 0) n = 0;
+    if (n > self->n) n = self->n;
+    Py_ssize_t codes_n = K_N + PyList_GET_SIZE(self->others);
+    Py_ssize_t *count = PyMem_Calloc((size_t)codes_n, sizeof(Py_ssize_t));
+    Py_ssize_t *index = PyMem_Calloc((size_t)codes_n, sizeof(Py_ssize_t));
+    Py_ssize_t *slot = PyMem_Malloc((size_t)codes_n * sizeof(Py_ssize_t));
+    int *present = PyMem_Malloc((size_t)codes_n * sizeof(int));
+    PyObject *types = NULL, *order = NULL, *parts = NULL, *span = NULL, *out = NULL;
+    char *buf = NULL;
+    if (!count || !index || !slot || !present) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t npresent = 0;
+    for (Py_ssize_t c = 0; c < codes_n; c++) slot[c] = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int c = self->codes[i];
+        if (slot[c] < 0) {
+            slot[c] = npresent;
+            present[npresent++] = c;
+        }
+        count[c]++;
+    }
+    if (npresent > 1) {
+        int width = 2; /* a comma and the index's digits */
+        for (Py_ssize_t x = npresent; x >= 10; x /= 10) width++;
+        buf = PyMem_Malloc((size_t)n * (size_t)width + 2);
+        if (!buf) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t len = 0;
+        buf[len++] = '[';
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i) buf[len++] = ',';
+            Py_ssize_t x = slot[self->codes[i]];
+            if (x < 10) { /* nearly every index: sprintf's was a fiftieth of an ingest */
+                buf[len++] = (char)('0' + x);
+                continue;
+            }
+            len += sprintf(buf + len, "%zd", x);
+        }
+        buf[len++] = ']';
+        order = PyBytes_FromStringAndSize(buf, len);
+    } else {
+        order = PyBytes_FromFormat("%zd", n);
+    }
+    if (!order) goto done;
+    /* the span, read off the columns before they are cut */
+    int ok = 1;
+    long long lo = 0, hi = 0, first = 0, last = 0;
+    Py_ssize_t same_from = 0;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        int c = self->codes[i];
+        long long at, off;
+        Py_ssize_t at_i = index[c]++;
+        if (c < K_N) {
+            PyObject *cols = self->cols[c];
+            ok = as_i64(PyList_GET_ITEM(PyTuple_GET_ITEM(cols, 0), at_i), &at) &&
+                 as_i64(PyList_GET_ITEM(PyTuple_GET_ITEM(cols, offset_column(c)), at_i), &off);
+        } else {
+            ok = other_span(PyList_GET_ITEM(PyList_GET_ITEM(self->held, c - K_N), at_i), &at, &off);
+            if (ok < 0) goto done;
+        }
+        if (!ok) break;
+        if (i == 0) {
+            lo = hi = at;
+            first = off;
+        } else if (off < last) {
+            ok = 0;
+        } else if (off == last) {
+            for (Py_ssize_t j = same_from; j < i && ok; j++) ok = self->codes[j] != c;
+        }
+        if (i == 0 || off != last) same_from = i;
+        last = off;
+        if (at < lo) lo = at;
+        if (at > hi) hi = at;
+    }
+    span = ok && n ? Py_BuildValue("(LLLL)", lo, hi, first, last) : Py_NewRef(Py_None);
+    if (!span) goto done;
+    types = PyList_New(npresent);
+    parts = PyList_New(npresent);
+    if (!types || !parts) goto done;
+    for (Py_ssize_t p = 0; p < npresent; p++) {
+        int c = present[p];
+        PyObject *part;
+        if (c < K_N) {
+            PyObject *cols = self->cols[c];
+            Py_ssize_t m = PyTuple_GET_SIZE(cols);
+            part = PyTuple_New(m);
+            if (!part) goto done;
+            for (Py_ssize_t j = 0; j < m; j++) {
+                PyObject *col = PyList_GetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c]);
+                if (!col) {
+                    Py_DECREF(part);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(part, j, col);
+            }
+            PyList_SET_ITEM(types, p, Py_NewRef((PyObject *)kinds[c].type));
+        } else {
+            part = PyList_GetSlice(PyList_GET_ITEM(self->held, c - K_N), 0, count[c]);
+            if (!part) goto done;
+            PyList_SET_ITEM(types, p, Py_NewRef(PyList_GET_ITEM(self->others, c - K_N)));
+        }
+        PyList_SET_ITEM(parts, p, part);
+    }
+    /* all made: now cut them off (a list's front cut by a slice assignment cannot fail) */
+    for (Py_ssize_t p = 0; p < npresent; p++) {
+        int c = present[p];
+        if (c < K_N) {
+            PyObject *cols = self->cols[c];
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(cols); j++)
+                PyList_SetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c], NULL);
+        } else {
+            PyList_SetSlice(PyList_GET_ITEM(self->held, c - K_N), 0, count[c], NULL);
+        }
+    }
+    memmove(self->codes, self->codes + n, (size_t)(self->n - n) * sizeof(int));
+    self->n -= n;
+    out = PyTuple_Pack(4, types, order, parts, span);
+done:
+    Py_XDECREF(types);
+    Py_XDECREF(order);
+    Py_XDECREF(parts);
+    Py_XDECREF(span);
+    PyMem_Free(buf);
+    PyMem_Free(count);
+    PyMem_Free(index);
+    PyMem_Free(slot);
+    PyMem_Free(present);
+    return out;
+}
+
+static PyMethodDef sink_methods[] = {
+    {"append", (PyCFunction)sink_append, METH_O, "append(record): a record, after those before"},
+    {"take", (PyCFunction)sink_take, METH_O,
+     "take(n) -> (kinds, order, parts, span): the first n records, cut off"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods sink_as_sequence = {.sq_length = (lenfunc)sink_len};
+
+static PyTypeObject SinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_hotpath.Sink",
+    .tp_basicsize = sizeof(Sink),
+    .tp_dealloc = (destructor)sink_dealloc,
+    .tp_as_sequence = &sink_as_sequence,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A log's records as their kinds' columns, for a store's blocks.",
+    .tp_methods = sink_methods,
+    .tp_new = sink_new,
+};
+
 static PyMethodDef methods_table[] = {
     {"configure", configure, METH_VARARGS, "Hand over the parser's tables and record types."},
     {"scan", scan, METH_VARARGS,
@@ -887,6 +1303,17 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     s_http = PyUnicode_InternFromString("http");
     s_sagemaker = PyUnicode_InternFromString("sagemaker");
     s_grpc = PyUnicode_InternFromString("grpc");
-    if (!s_empty || !s_http || !s_sagemaker || !s_grpc) return NULL;
-    return PyModule_Create(&module);
+    s_header = PyUnicode_InternFromString("header");
+    s_at_ns = PyUnicode_InternFromString("at_ns");
+    s_offset = PyUnicode_InternFromString("offset");
+    if (!s_empty || !s_http || !s_sagemaker || !s_grpc || !s_header || !s_at_ns || !s_offset)
+        return NULL;
+    if (PyType_Ready(&SinkType) < 0) return NULL;
+    PyObject *mod = PyModule_Create(&module);
+    if (!mod) return NULL;
+    if (PyModule_AddObjectRef(mod, "Sink", (PyObject *)&SinkType) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
 }

@@ -17,9 +17,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Scan", "SplitLines", "line_splitter", "scanner"]
+__all__ = ["ColumnSink", "Scan", "SplitLines", "column_sink", "line_splitter", "scanner"]
 
 Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int, int, int]]
 """``scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k)`` ->
@@ -86,3 +86,30 @@ def scanner(tables: dict[str, Any]) -> Scan | None:
     )
     scan: Scan = _hotpath.scan
     return scan
+
+
+class ColumnSink(Protocol):
+    """``_hotpath.Sink``: a log's records as their kinds' columns, for a store's blocks. The
+    scan writes a record into it without making the record; ``append`` takes one the Python
+    loop made; ``take(n)`` cuts the first n off as ``(kinds, order, parts, span)``
+    (``observability.store.blocks.ColumnBlock``)."""
+
+    def append(self, record: object, /) -> None: ...
+
+    def take(
+        self, n: int, /
+    ) -> tuple[list[type], bytes, list[Any], tuple[int, int, int, int] | None]: ...
+
+    def __len__(self) -> int: ...
+
+
+def column_sink() -> ColumnSink | None:
+    """A new column sink, or None where the scan is not compiled (the parser configures it)."""
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        return None
+    try:
+        from collectors.logs import _hotpath  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    made: ColumnSink = _hotpath.Sink()
+    return made

@@ -43,7 +43,8 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from collectors.logs._ctor import fast_ctor
-from collectors.logs.hotpath import scanner
+from collectors.logs.hotpath import ColumnSink, scanner
+from collectors.logs.hotpath import column_sink as new_sink
 from observability.events import (
     ErrorLine,
     ExitInflight,
@@ -75,6 +76,7 @@ __all__ = [
     "Event",
     "ParseOptions",
     "ParseStats",
+    "column_sink",
     "parse_bytes",
     "parse_lines",
     "parse_runs",
@@ -934,11 +936,16 @@ def parse_runs(
     final: bool = True,
     stats: ParseStats | None = None,
     start_ns: int = 0,
+    into: ColumnSink | None = None,
 ) -> Iterator[list[Event]]:
     """Yield the events of ``runs`` (lists of lines, bytes with their terminators) in order,
     a list per run: a reader that has its lines in lists (a bundle's ingest reads a megabyte
     at a time) hands them over without a generator step a line, and takes the records
     without one a record, which were a fifth of an ingest.
+
+    ``into`` (:func:`column_sink`'s) takes the records instead, as columns: it is what is
+    yielded after each run, the same sink each time, and the caller takes what it wants off
+    it before the next (a bundle's ingest, which stores columns and never needs the records).
 
     ``offset`` is the byte offset of the first line in its file. With ``final=False`` a last
     line without ``\\n`` is held back (a tailer caught a write in flight) and
@@ -966,7 +973,7 @@ def parse_runs(
     block = 0
     rec: Event | None
     scan = _SCAN
-    sink: list[Event] = []
+    sink: Any = [] if into is None else into
     try:
         # Runs of lines: the compiled scan (hotpath.py) reads from ``i`` on what it is sure
         # of, and each line it hands back is read by the Python loop below, as it always was.
@@ -1082,7 +1089,7 @@ def parse_runs(
                     off += n
             if sink:
                 yield sink
-                sink = []
+                sink = [] if into is None else into
         if pending is not None:
             skipped["unterminated"] += 1
             st.at_ns = last_at
@@ -1176,6 +1183,11 @@ _SCAN = scanner(
 )
 
 """The compiled hot path (reads the lines it is sure of, hands back the rest), or None."""
+
+
+def column_sink() -> ColumnSink | None:
+    """A sink for :func:`parse_runs`' ``into``, or None where the scan is not compiled."""
+    return new_sink() if _SCAN is not None else None
 
 
 def parse_bytes(data: bytes, **kwargs: Any) -> list[Event]:

@@ -14,6 +14,7 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING
 
 from collectors.logs.framing import DECIDE_LINES, Framing, decide, remap, unframe
+from collectors.logs.hotpath import ColumnSink
 from collectors.logs.parser import (
     Event,
     ParseOptions,
@@ -59,11 +60,13 @@ def parse_log_runs(
     stats: ParseStats | None = None,
     start_ns: int = 0,
     today: date | None = None,
+    into: ColumnSink | None = None,
 ) -> Iterator[list[Event]]:
     """``parse_runs`` for a log in any frame, its records a list per run of lines;
     ``framing`` is the file's, kept by the caller across calls like ``stats``. ``today``
     dates headers that carry no date when no prefix does (the capture's start, or the wall
-    clock for a live file)."""
+    clock for a live file). ``into`` is ``parse_runs``' for a plain log; a framed one's
+    records still come as lists (the caller takes either)."""
     stats = stats if stats is not None else ParseStats()
     runs_it = iter(runs)
     head: list[list[bytes]] = []
@@ -89,6 +92,7 @@ def parse_log_runs(
             final=final,
             stats=stats,
             start_ns=start_ns,
+            into=into,
         )
         return
     body = chain.from_iterable(chain(head, runs_it))

@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import BinaryIO, TypeVar, cast
+from typing import Any, BinaryIO, TypeVar, cast
 
 from collectors.logs.framing import Framing
-from collectors.logs.parser import ParseStats
+from collectors.logs.hotpath import ColumnSink
+from collectors.logs.parser import ParseStats, column_sink
 from collectors.logs.reader import parse_log_runs
 from collectors.metrics.parser import parse_metrics_lenient
 from collectors.stats.parser import parse_model_stats_lenient
@@ -38,6 +39,7 @@ from observability.bundle.layout import (
 )
 from observability.gcpause import gc_paused
 from observability.store import Store
+from observability.store.blocks import ColumnBlock
 from observability.store.schema import LOG
 
 __all__ = ["IngestReport", "bundle_events", "ingest", "ingest_bundle"]
@@ -135,11 +137,16 @@ class _LogLines:
         self.skipped.append((start, length))
 
 
-def _rebatched(runs: Iterable[list[_T]], size: int = _BATCH) -> Iterator[list[_T]]:
+def _rebatched(
+    runs: Iterable[list[_T] | ColumnBlock], size: int = _BATCH
+) -> Iterator[list[_T] | ColumnBlock]:
     """The items of ``runs`` (lists of any length) in lists of ``size``, the last shorter
-    (a log's batch is one store block)."""
+    (a log's batch is one store block); a block in columns passes as it is."""
     held: list[_T] = []
     for run in runs:
+        if isinstance(run, ColumnBlock):
+            yield run
+            continue
         held += run
         if len(held) >= size:
             cut = len(held) - len(held) % size
@@ -148,6 +155,20 @@ def _rebatched(runs: Iterable[list[_T]], size: int = _BATCH) -> Iterator[list[_T
             held = held[cut:]
     if held:
         yield held
+
+
+def _cut(
+    runs: Iterable[list[Any]], sink: ColumnSink | None
+) -> Iterator[list[object] | ColumnBlock]:
+    """A framed log's runs as they come; a plain log's sink (what ``parse_runs`` yields when
+    given one) cut into a block each time it holds a block's worth. The sink's last short
+    block is the caller's to take, once the whole log is read."""
+    for run in runs:
+        if sink is None or run is not sink:
+            yield cast(list[object], run)
+            continue
+        while len(sink) >= _BATCH:
+            yield ColumnBlock.cut(sink, _BATCH)
 
 
 def _problem(err: BaseException) -> str:
@@ -208,11 +229,22 @@ def _otlp_spans(text: str) -> list[object]:
     return list(spans_from_otlp_json(json.loads(text)))
 
 
+_Batch = list[object] | ColumnBlock
+
+
 def bundle_events(
     bundle: Bundle, report: IngestReport, log_format: str | None = None
 ) -> Iterator[tuple[str, str, list[object]]]:
     """``(part, source, events)`` batches from every part of the bundle, in a fixed order.
     ``log_format`` overrides the log's frame (default: the bundle's, else ``auto``)."""
+    return cast(Iterator[tuple[str, str, list[object]]], _parts(bundle, report, log_format))
+
+
+def _parts(
+    bundle: Bundle, report: IngestReport, log_format: str | None = None, columns: bool = False
+) -> Iterator[tuple[str, str, _Batch]]:
+    """:func:`bundle_events`; with ``columns``, a plain log's records come as blocks already
+    in columns (:class:`ColumnBlock`), never made as records (what a store needs of them)."""
     meta, notes = bundle.meta, report.notes
     bid = meta.bundle_id
     for unix_ms, path in bundle.metrics:
@@ -274,12 +306,12 @@ def bundle_events(
             if spans is not None:
                 yield "otlp", "", spans
     if bundle.log is not None:
-        yield from _log_events(bundle, report, log_format or meta.log_format)
+        yield from _log_events(bundle, report, log_format or meta.log_format, columns)
 
 
 def _log_events(
-    bundle: Bundle, report: IngestReport, log_format: str
-) -> Iterator[tuple[str, str, list[object]]]:
+    bundle: Bundle, report: IngestReport, log_format: str, columns: bool
+) -> Iterator[tuple[str, str, _Batch]]:
     meta, notes = bundle.meta, report.notes
     try:
         fh = open_part(bundle.log) if bundle.log is not None else None
@@ -291,6 +323,7 @@ def _log_events(
     stats = ParseStats()
     framing = Framing(log_format)
     source = f"{meta.bundle_id}/triton.log"
+    sink = column_sink() if columns else None
     with fh:
         lines = _LogLines(fh, meta.log_start_offset, bundle.limits.log_line_bytes)
         try:
@@ -303,11 +336,14 @@ def _log_events(
                     utc_offset_s=meta.log_utc_offset_s,
                     offset=lines.offset,
                     stats=stats,
+                    into=sink,
                 )
-                for batch in _rebatched(runs):
-                    yield "log", source, cast(list[object], batch)
+                for batch in _rebatched(_cut(runs, sink)):
+                    yield "log", source, batch
         except OSError as err:
             notes.append(f"triton.log: reading stopped at byte {lines.offset}: {err}")
+        if sink is not None and len(sink):  # the last short block, or what a failed read left
+            yield "log", source, ColumnBlock.cut(sink, len(sink))
     if lines.skipped:
         at = ", ".join(str(off) for off, _n in lines.skipped[:5])
         notes.append(
@@ -319,11 +355,14 @@ def _log_events(
         report.log_skipped["too_long"] = len(lines.skipped)
 
 
-def _write(store: Store, part: str, source: str, batch: list[object], report: IngestReport) -> None:
+def _write(store: Store, part: str, source: str, batch: _Batch, report: IngestReport) -> None:
     """Store one batch; records SQLite cannot hold (an integer past int64 from a forged
     file) are skipped by the store one by one, so the good records still go in and what
     was stored before is untouched: say how many."""
-    result = store.write(batch, source=source)
+    if isinstance(batch, ColumnBlock):
+        result = store.write_block(batch, source)
+    else:
+        result = store.write(batch, source=source)
     if result.rejected:
         report.notes.append(f"{part}: skipped {result.rejected} record(s) with values out of range")
     report.add(part, result.inserted, result.duplicates)
@@ -339,7 +378,7 @@ def ingest_bundle(
     report = IngestReport(bundle.meta.bundle_id, notes=list(bundle.notes))
     # A bundle is complete: its parts go straight into blocks, made in bulk (gcpause.py).
     with gc_paused(), store.bulk():
-        for part, source, batch in bundle_events(bundle, report, log_format):
+        for part, source, batch in _parts(bundle, report, log_format, columns=True):
             _write(store, part, source, batch, report)
             if on_batch is not None:
                 on_batch(part, len(batch))

@@ -689,6 +689,45 @@ fail:
     return NULL;
 }
 
+/* pack_columns(columns, specs): each of ``columns`` (a sequence of lists: a block's columns
+ * as a log's column sink took them, collectors/logs/_hotpath.c) packed by its spec's table,
+ * as columns() packs what it reads off records. */
+static PyObject *
+pack_columns(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cols, *specs;
+    if (!PyArg_ParseTuple(args, "OO!:pack_columns", &cols, &PyTuple_Type, &specs))
+        return NULL;
+    PyObject *seq = PySequence_Fast(cols, "pack_columns() takes a sequence of lists");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    if (m != PyTuple_GET_SIZE(specs)) {
+        PyErr_Format(PyExc_ValueError, "%zd columns, %zd specs", m, PyTuple_GET_SIZE(specs));
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *out = PyList_New(m);
+    for (Py_ssize_t c = 0; out != NULL && c < m; c++) {
+        PyObject *col = PySequence_Fast_GET_ITEM(seq, c), *spec = PyTuple_GET_ITEM(specs, c);
+        if (!PyList_CheckExact(col) || !PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 2) {
+            PyErr_SetString(PyExc_TypeError, "pack_columns() takes lists and (names, table) specs");
+            Py_CLEAR(out);
+            break;
+        }
+        /* packed_column takes a reference, reads the list and never changes it */
+        PyObject *packed = packed_column(Py_NewRef(col), PyTuple_GET_ITEM(spec, 1));
+        if (packed == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, c, packed);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
 /* Whether a record type carries its time and offset in a ``header`` (a log line's
  * LogRecord) or as its own fields (a stub's bare print), and where its slots for them are:
  * looked up once per type. getattr a field was a twentieth of an ingest. */
@@ -943,6 +982,8 @@ static PyMethodDef methods[] = {
     {"pack", pack, METH_O,
      "pack(column: list) -> bytes | None: json.dumps(blocks._pack(column)) as UTF-8, or None "
      "for a column this path does not write."},
+    {"pack_columns", pack_columns, METH_VARARGS,
+     "pack_columns(columns, specs) -> each column packed (bytes), or as it is (a list)"},
     {"columns", columns, METH_VARARGS,
      "columns(records: list, specs: tuple) -> list[bytes | list]: per spec (names, table), "
      "the packed column of the records' values at that attribute path (through table when it "

@@ -32,19 +32,21 @@ import zstandard
 from observability.store import codec
 from observability.store.codec import KINDS, _builder, _direct, _hints, _identity, _plain
 
-__all__ = ["BlockError", "decode_block", "encode_block"]
+__all__ = ["BlockError", "ColumnBlock", "decode_block", "encode_block", "encode_columns"]
 
 _c_pack: Callable[[list[Any]], bytes | None] | None
 _c_columns: Callable[[list[Any], tuple[Any, ...]], list[bytes | list[Any]]] | None
 _c_group: Callable[[list[Any]], tuple[list[type], bytes, list[list[Any]]]] | None
+_c_pack_columns: Callable[[Sequence[list[Any]], tuple[Any, ...]], list[bytes | list[Any]]] | None
 if codec.compiled is not None:
-    _c_pack, _c_columns, _c_group = (
+    _c_pack, _c_columns, _c_group, _c_pack_columns = (
         codec.compiled.pack,
         codec.compiled.columns,
         codec.compiled.group,
+        codec.compiled.pack_columns,
     )
 else:  # every column in Python
-    _c_pack = _c_columns = _c_group = None
+    _c_pack = _c_columns = _c_group = _c_pack_columns = None
 
 _ZSTD_LEVEL = 6
 """zstd's level for new blocks. On the demo's healthy recording it leaves 368 bytes a client
@@ -169,6 +171,18 @@ class _Layout:
         if _c_columns is None:
             return list(map(_packed, self.columns(records)))
         out = _c_columns(records, self.specs)
+        for i, col in enumerate(out):
+            if type(col) is list:
+                out[i] = _packed(self.plain[i](col))
+        return out  # type: ignore[return-value]
+
+    def packed_columns(self, columns: Sequence[list[Any]]) -> list[bytes]:
+        """:meth:`packed` of records already in columns (a log's column sink took them so)."""
+        if len(columns) != len(self.paths):
+            raise ValueError(f"{len(columns)} columns, not {len(self.paths)}")
+        out: list[bytes | list[Any]] = (
+            _c_pack_columns(columns, self.specs) if _c_pack_columns is not None else list(columns)
+        )
         for i, col in enumerate(out):
             if type(col) is list:
                 out[i] = _packed(self.plain[i](col))
@@ -370,6 +384,68 @@ def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes
     body.append(b"}" if kinds else b',"c":{}')
     if sources:
         body += [b',"s":', _packed(list(sources))]
+    body.append(b"}")
+    return _compress(b"".join(body))
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnBlock:
+    """A log's block of records as a column sink (``collectors/logs/_hotpath.c``'s ``Sink``)
+    cut it: what :func:`encode_block` would be given as records, already grouped by kind and
+    in columns, so a bundle's ingest never makes the records (:meth:`Store.write_block`)."""
+
+    kinds: list[type]
+    """The records' types in order of first appearance."""
+    order: bytes
+    """The JSON of each record's index into ``kinds`` (their count when there is one kind)."""
+    parts: list[tuple[list[Any], ...] | list[Any]]
+    """Per kind: a tuple of its columns (in :func:`_layout`'s order) or a list of records."""
+    span: tuple[int, int, int, int] | None
+    """``(min at_ns, max at_ns, first offset, last offset)``, None where a time or offset is
+    not a 64-bit int, the offsets go back, or one offset holds two records of a kind: such a
+    block is stored record by record (:meth:`records`)."""
+    count: int
+
+    @classmethod
+    def cut(cls, sink: Any, n: int) -> ColumnBlock:
+        """The first ``n`` records (or all it holds, if fewer) off a column sink (its
+        ``take``: ``collectors.logs.hotpath.ColumnSink``)."""
+        n = min(n, len(sink))
+        kinds, order, parts, span = sink.take(n)
+        return cls(kinds, order, parts, span, n)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def of(self, types: Collection[type]) -> list[Any]:
+        """The records of ``types`` among those kept as records."""
+        return [
+            e
+            for t, part in zip(self.kinds, self.parts, strict=True)
+            if t in types and type(part) is list
+            for e in part
+        ]
+
+    def records(self) -> list[Any]:
+        """The records themselves, in order (for the keyed path; an ingest's rare case)."""
+        made = [
+            iter(_layout(t).build(list(part)) if type(part) is tuple else part)
+            for t, part in zip(self.kinds, self.parts, strict=True)
+        ]
+        order = json.loads(self.order)
+        if isinstance(order, int):
+            return list(made[0]) if made else []
+        return [next(made[i]) for i in order]
+
+
+def encode_columns(block: ColumnBlock) -> bytes:
+    """:func:`encode_block` of ``block``'s records, byte for byte, from its columns."""
+    body = [b'{"k":', _json([t.__name__ for t in block.kinds]), b',"o":', block.order]
+    for n, (cls, part) in enumerate(zip(block.kinds, block.parts, strict=True)):
+        layout = _layout(KINDS[cls.__name__])
+        packed = layout.packed_columns(part) if isinstance(part, tuple) else layout.packed(part)
+        body += [b',"c":{' if n == 0 else b",", _json(cls.__name__), b":[", b",".join(packed), b"]"]
+    body.append(b"}" if block.kinds else b',"c":{}')
     body.append(b"}")
     return _compress(b"".join(body))
 

@@ -24,7 +24,13 @@ from observability import events as ev
 from observability.findings import Finding
 from observability.gcpause import gc_paused
 from observability.store import codec
-from observability.store.blocks import BlockError, decode_block, encode_block
+from observability.store.blocks import (
+    BlockError,
+    ColumnBlock,
+    decode_block,
+    encode_block,
+    encode_columns,
+)
 from observability.store.codec import decode, encode, kind_of
 from observability.store.schema import (
     LOG,
@@ -126,11 +132,14 @@ class _Run:
 
     times: list[int] = field(default_factory=list)
     events: list[object] = field(default_factory=list)
+    blocks: list[ColumnBlock] = field(default_factory=list)
+    """Or its records as blocks, already in columns (:meth:`Store.write_block`): a run
+    holds one or the other."""
     last: int | None = None
     """The last record's byte offset (kept after its block is written)."""
 
     def __bool__(self) -> bool:
-        return bool(self.times)
+        return bool(self.times or self.blocks)
 
 
 class StoreError(RuntimeError):
@@ -242,6 +251,30 @@ class Store:
                 self._flush_bulk(everything=False)
             self._compact_due()
         return result
+
+    def write_block(self, block: ColumnBlock, source: str) -> WriteResult:
+        """Store a log's block as a column sink cut it (a bundle's ingest, in :meth:`bulk`):
+        held as it is where :meth:`write` would hold its records without keys, stored
+        through :meth:`write` as records otherwise (a store that has the log already)."""
+        if self.readonly:
+            raise StoreError("this store was opened read-only")
+        if self._bulk is None or not _LOG_TYPES.issuperset(block.kinds):
+            return self.write(block.records(), source)
+        with gc_paused():
+            if not self._run_of_block(block, source):
+                return self.write(block.records(), source)
+            setup = block.of(_SETUP_TYPES)
+            try:
+                if setup:
+                    with self._db:
+                        self._keep_setup(setup, source)
+            except sqlite3.OperationalError as err:
+                if self._full(err):
+                    raise StoreFullError(f"store {self.path} is full: {err}") from None
+                raise StoreError(f"writing to {self.path} failed: {err}") from None
+            self._flush_bulk(everything=False)
+            self._compact_due()
+        return WriteResult(len(block), 0, 0, 0)
 
     def _write(self, batch: list[object], source: str, per_event: bool) -> WriteResult:
         inserted = duplicates = ignored = rejected = 0
@@ -377,13 +410,29 @@ class Store:
         run = self._runs[source]
         if run is None:
             return False
-        checked = _c_log_run(events)
+        checked = _c_log_run(events) if not run.blocks else None
         if checked is None or (run.last is not None and checked[1] <= run.last):
             self._spill(source)
             return False
         times, _first, run.last = checked
         run.times += times
         run.events += events
+        return True
+
+    def _run_of_block(self, block: ColumnBlock, source: str) -> bool:
+        """:meth:`_run_of` for a block in columns: held as it is, its span checked as
+        ``log_run`` checks a list (the sink did that as it cut the block)."""
+        if source not in self._runs:
+            self._runs[source] = self._new_run(source)
+        run = self._runs[source]
+        if run is None:
+            return False
+        span = block.span
+        if span is None or run.times or (run.last is not None and span[2] <= run.last):
+            self._spill(source)
+            return False
+        run.blocks.append(block)
+        run.last = span[3]
         return True
 
     def _new_run(self, source: str) -> _Run | None:
@@ -407,9 +456,10 @@ class Store:
         if not run:
             return
         assert self._bulk is not None and LOG.keyed is not None
-        keys, _ = LOG.keyed(run.events, source)
+        events = run.events + [e for block in run.blocks for e in block.records()]
+        keys, times = LOG.keyed(events, source)
         held = self._bulk.setdefault((LOG.name, source), {})
-        for k, at, e in zip(keys, run.times, run.events, strict=True):
+        for k, at, e in zip(keys, times, events, strict=True):
             held[k] = (at, e, source)
 
     @staticmethod
@@ -476,6 +526,7 @@ class Store:
         assert self._bulk is not None
         written: list[tuple[dict[str, tuple[int, object, str]], list[str]]] = []
         cut: list[tuple[_Run, int]] = []
+        cut_blocks: list[tuple[_Run, int]] = []
         try:
             with self._db:
                 for src, run in self._runs.items():
@@ -488,6 +539,16 @@ class Store:
                         self._put(LOG.name, src, run.times[i:j], run.events[i:j])
                     if upto:
                         cut.append((run, upto))
+                    whole = 0
+                    for block in run.blocks:
+                        if len(block) < size and not everything:
+                            break  # a short block is the log's last (or an end of bulk)
+                        assert block.span is not None
+                        self._put_encoded(LOG.name, src, block.span[0], block.span[1],
+                                          len(block), encode_columns(block))  # fmt: skip
+                        whole += 1
+                    if whole:
+                        cut_blocks.append((run, whole))
                 for (stream, src), held in self._bulk.items():
                     size = STREAMS[stream].block_records
                     if not held or (len(held) < size and not everything):
@@ -507,6 +568,8 @@ class Store:
                 del held[k]
         for run, upto in cut:
             del run.times[:upto], run.events[:upto]
+        for run, whole in cut_blocks:
+            del run.blocks[:whole]
 
     def _not_staged(self, stream: str, keys: list[str]) -> list[str]:
         staged = set(self._staged_of(stream, keys))
@@ -580,14 +643,21 @@ class Store:
         """One block of ``events`` at ``times``, with their own ``sources`` if not all
         ``src``, in the caller's transaction; their ``keys`` are remembered for the duplicate
         check (without them, a later check reads them from the block)."""
+        row = self._put_encoded(stream, src, min(times), max(times), len(events),
+                                encode_block(events, sources))  # fmt: skip
+        if keys is not None and row is not None:
+            self._remember(row, frozenset(keys))
+
+    def _put_encoded(
+        self, stream: str, src: str, min_at: int, max_at: int, records: int, data: bytes
+    ) -> int | None:
+        """One encoded block, in the caller's transaction: its row id."""
         cur = self._db.execute(
             "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
             "data) VALUES (?,?,?,?,?,?,?)",
-            (stream, src, min(times), max(times), time.time_ns(), len(events),
-             encode_block(events, sources)),
-        )  # fmt: skip
-        if keys is not None and cur.lastrowid is not None:
-            self._remember(cur.lastrowid, frozenset(keys))
+            (stream, src, min_at, max_at, time.time_ns(), records, data),
+        )
+        return cur.lastrowid
 
     def _compact_due(self, everything: bool = False) -> None:
         """Move staged records into blocks where a source has a block's worth or has had
