@@ -189,6 +189,119 @@ static int ident(const char *s, Py_ssize_t a, Py_ssize_t b, PyObject **out) {
     return *out ? REC : FAIL;
 }
 
+/* ------------------------------------------------------------------ a read's lines, uncut
+ *
+ * line_view(data, end, limit): split_lines' lines as a sequence over the read itself. The
+ * scan reads them where they lie; only a line handed back to Python is made a bytes object
+ * (by indexing). A bundle's ingest made, held and freed a bytes object a line, a tenth of its
+ * time once the records were columns. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *data;    /* the read (bytes) */
+    Py_ssize_t *start; /* line i is data[start[i]:start[i + 1]] */
+    Py_ssize_t n;
+} Lines;
+
+static void lines_dealloc(Lines *self) {
+    Py_XDECREF(self->data);
+    PyMem_Free(self->start);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t lines_len(Lines *self) { return self->n; }
+
+static PyObject *lines_item(Lines *self, Py_ssize_t i) {
+    if (i < 0 || i >= self->n) {
+        PyErr_SetString(PyExc_IndexError, "line index out of range");
+        return NULL;
+    }
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->data) + self->start[i],
+                                     self->start[i + 1] - self->start[i]);
+}
+
+static PyObject *lines_subscript(Lines *self, PyObject *key) {
+    if (PyIndex_Check(key)) {
+        Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred()) return NULL;
+        return lines_item(self, i < 0 ? i + self->n : i);
+    }
+    if (!PySlice_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "lines are indexed by an int or a slice");
+        return NULL;
+    }
+    Py_ssize_t a, b, step;
+    if (PySlice_Unpack(key, &a, &b, &step) < 0) return NULL;
+    Py_ssize_t len = PySlice_AdjustIndices(self->n, &a, &b, step);
+    PyObject *out = PyList_New(len);
+    if (!out) return NULL;
+    for (Py_ssize_t j = 0, i = a; j < len; j++, i += step) {
+        PyObject *line = lines_item(self, i);
+        if (!line) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, j, line);
+    }
+    return out;
+}
+
+static PySequenceMethods lines_as_sequence = {
+    .sq_length = (lenfunc)lines_len,
+    .sq_item = (ssizeargfunc)lines_item,
+};
+static PyMappingMethods lines_as_mapping = {
+    .mp_length = (lenfunc)lines_len,
+    .mp_subscript = (binaryfunc)lines_subscript,
+};
+
+static PyTypeObject LinesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_hotpath.Lines",
+    .tp_basicsize = sizeof(Lines),
+    .tp_dealloc = (destructor)lines_dealloc,
+    .tp_as_sequence = &lines_as_sequence,
+    .tp_as_mapping = &lines_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_doc = "A read's lines where they lie: indexing one makes its bytes.",
+};
+
+static PyObject *line_view(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *data;
+    Py_ssize_t end, limit;
+    if (!PyArg_ParseTuple(args, "O!nn:line_view", &PyBytes_Type, &data, &end, &limit)) return NULL;
+    if (end < 0 || end > PyBytes_GET_SIZE(data)) {
+        PyErr_SetString(PyExc_ValueError, "line_view: end outside the data");
+        return NULL;
+    }
+    const char *s = PyBytes_AS_STRING(data);
+    Py_ssize_t count = 0;
+    for (Py_ssize_t p = 0; p < end;) {
+        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
+        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : end;
+        if (stop - p > limit) Py_RETURN_NONE;
+        count++;
+        p = stop;
+    }
+    Lines *out = PyObject_New(Lines, &LinesType);
+    if (!out) return NULL;
+    out->data = Py_NewRef(data);
+    out->n = count;
+    out->start = PyMem_Malloc((size_t)(count + 1) * sizeof(Py_ssize_t));
+    if (!out->start) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t p = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        out->start[i] = p;
+        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
+        p = nl ? (Py_ssize_t)(nl - s) + 1 : end;
+    }
+    out->start[count] = p;
+    return (PyObject *)out;
+}
+
 /* ------------------------------------------------------------------ the column sink
  *
  * A bundle's ingest stores a log's records as a block's columns (observability/store/
@@ -685,12 +798,9 @@ static int iso_line(const char *s, Py_ssize_t n, long long off, PyObject *iso, P
     return r;
 }
 
-static int line_of(PyObject *line, long long off, PyObject *glog, PyObject *iso, PyObject *sources,
-                   PyObject *sink, long long *last_at, int *at_known, int *block,
-                   long long *iso_s, long long *iso_k) {
-    if (!PyBytes_CheckExact(line)) return PUNT;
-    const char *s = PyBytes_AS_STRING(line);
-    Py_ssize_t n = PyBytes_GET_SIZE(line);
+static int line_of(const char *s, Py_ssize_t n, long long off, PyObject *glog, PyObject *iso,
+                   PyObject *sources, PyObject *sink, long long *last_at, int *at_known,
+                   int *block, long long *iso_s, long long *iso_k) {
     if (n == 0 || s[n - 1] != '\n') return PUNT;
     if (glued(s, n)) return PUNT; /* two lines glued */
     PyObject *level = levels[(unsigned char)s[0]];
@@ -809,10 +919,15 @@ static PyObject *scan_lines(PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!nOOOiO!O!O!OO", &PyList_Type, &lines, &i, &sink,
+    if (!PyArg_ParseTuple(args, "OnOOOiO!O!O!OO", &lines, &i, &sink,
                           &off_in, &last_at_in, &block, &PyDict_Type, &glog, &PyDict_Type, &iso,
                           &PyDict_Type, &sources, &iso_s_in, &iso_k_in))
         return NULL;
+    int listed = PyList_CheckExact(lines);
+    if (!listed && !Py_IS_TYPE(lines, &LinesType)) {
+        PyErr_SetString(PyExc_TypeError, "scan: the lines are a list or a line_view");
+        return NULL;
+    }
     if (!PyList_CheckExact(sink) && !Py_IS_TYPE(sink, &SinkType)) {
         PyErr_SetString(PyExc_TypeError, "scan: the sink is a list or a Sink");
         return NULL;
@@ -843,10 +958,21 @@ static PyObject *scan_lines(PyObject *args) {
         PyErr_Clear();
         at_known = 0;
     }
-    for (; i < PyList_GET_SIZE(lines); i++) {
-        PyObject *line = PyList_GET_ITEM(lines, i);
-        if (PyBytes_CheckExact(line) && off > LLONG_MAX - PyBytes_GET_SIZE(line)) break;
-        int r = line_of(line, off, glog, iso, sources, sink, &last_at, &at_known, &block, &iso_s,
+    Lines *view = listed ? NULL : (Lines *)lines;
+    for (; i < (listed ? PyList_GET_SIZE(lines) : view->n); i++) {
+        const char *s;
+        Py_ssize_t n;
+        if (listed) {
+            PyObject *line = PyList_GET_ITEM(lines, i);
+            if (!PyBytes_CheckExact(line)) break;
+            s = PyBytes_AS_STRING(line);
+            n = PyBytes_GET_SIZE(line);
+        } else {
+            s = PyBytes_AS_STRING(view->data) + view->start[i];
+            n = view->start[i + 1] - view->start[i];
+        }
+        if (off > LLONG_MAX - n) break;
+        int r = line_of(s, n, off, glog, iso, sources, sink, &last_at, &at_known, &block, &iso_s,
                         &iso_k);
         if (r == FAIL) return NULL;
         if (r == PUNT) break;
@@ -854,7 +980,7 @@ static PyObject *scan_lines(PyObject *args) {
         n_info += r == NONE;
         n_blank += r == BLANK;
         n_cont += r == CONTINUATION;
-        off += PyBytes_GET_SIZE(line);
+        off += n;
     }
     PyObject *s_out = iso_ok ? PyLong_FromLongLong(iso_s) : Py_NewRef(iso_s_in);
     PyObject *k_out = iso_ok ? PyLong_FromLongLong(iso_k) : Py_NewRef(iso_k_in);
@@ -1021,7 +1147,10 @@ static PyObject *sink_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "_hotpath.configure() first");
         return NULL;
     }
-    if (!_PyArg_NoKeywords("Sink", kw) || !_PyArg_NoPositional("Sink", args)) return NULL;
+    if ((args && PyTuple_GET_SIZE(args)) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "Sink() takes no arguments");
+        return NULL;
+    }
     Sink *self = (Sink *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->others = PyList_New(0);
@@ -1290,6 +1419,8 @@ static PyMethodDef methods_table[] = {
     {"scan", scan, METH_VARARGS,
      "scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k) -> "
      "(i, offset, last_at, block, lines, records, info, blank, continuation, iso_s, iso_k)"},
+    {"line_view", line_view, METH_VARARGS,
+     "line_view(data, end, limit) -> split_lines' lines as a sequence over data, or None"},
     {"split_lines", split_lines, METH_VARARGS,
      "split_lines(data, end, limit) -> data[:end]'s lines, or None if one is past limit"},
     {NULL, NULL, 0, NULL},
@@ -1308,7 +1439,7 @@ PyMODINIT_FUNC PyInit__hotpath(void) {
     s_offset = PyUnicode_InternFromString("offset");
     if (!s_empty || !s_http || !s_sagemaker || !s_grpc || !s_header || !s_at_ns || !s_offset)
         return NULL;
-    if (PyType_Ready(&SinkType) < 0) return NULL;
+    if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&LinesType) < 0) return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod) return NULL;
     if (PyModule_AddObjectRef(mod, "Sink", (PyObject *)&SinkType) < 0) {

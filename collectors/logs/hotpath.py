@@ -16,10 +16,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["ColumnSink", "Scan", "SplitLines", "column_sink", "line_splitter", "scanner"]
+__all__ = [
+    "ColumnSink",
+    "Scan",
+    "SplitLines",
+    "column_sink",
+    "line_splitter",
+    "line_viewer",
+    "scanner",
+]
 
 Scan = Callable[..., tuple[int, int, int, int, int, int, int, int, int, int, int]]
 """``scan(lines, i, sink, offset, last_at, block, glog, iso, sources, iso_s, iso_k)`` ->
@@ -44,6 +52,20 @@ def line_splitter() -> SplitLines | None:
         return None
     split: SplitLines = _hotpath.split_lines
     return split
+
+
+def line_viewer() -> Callable[[bytes, int, int], Sequence[bytes] | None] | None:
+    """The compiled ``line_view(data, end, limit)``: ``split_lines``' lines as a sequence over
+    ``data`` itself, which the scan reads where they lie (a bytes object is made of a line only
+    when it is indexed), or None (no extension, or ``TRITON_OBS_PURE_PARSER=1``)."""
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        return None
+    try:
+        from collectors.logs import _hotpath  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    view: Callable[[bytes, int, int], Sequence[bytes] | None] = _hotpath.line_view
+    return view
 
 
 def _members(cls: type) -> tuple[type, tuple[Any, ...]]:

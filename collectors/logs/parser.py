@@ -37,7 +37,7 @@ import calendar
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -928,7 +928,7 @@ def parse_lines(
 
 
 def parse_runs(
-    runs: Iterable[list[bytes]],
+    runs: Iterable[Sequence[bytes]],
     *,
     year: int,
     utc_offset_s: int = 0,

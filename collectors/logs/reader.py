@@ -8,7 +8,7 @@ the records' offsets are moved back to the physical lines (``framing.remap``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 from itertools import chain, islice
 from typing import TYPE_CHECKING
@@ -50,7 +50,7 @@ def parse_log(
 
 
 def parse_log_runs(
-    runs: Iterable[list[bytes]],
+    runs: Iterable[Sequence[bytes]],
     *,
     framing: Framing,
     year: int,
@@ -69,7 +69,7 @@ def parse_log_runs(
     records still come as lists (the caller takes either)."""
     stats = stats if stats is not None else ParseStats()
     runs_it = iter(runs)
-    head: list[list[bytes]] = []
+    head: list[Sequence[bytes]] = []
     if not framing.detected:
         seen = 0
         for run in runs_it:

@@ -14,14 +14,14 @@ range) is retried record by record, keeping what fits.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar, cast
 
 from collectors.logs.framing import Framing
-from collectors.logs.hotpath import ColumnSink
+from collectors.logs.hotpath import ColumnSink, line_viewer
 from collectors.logs.parser import ParseStats, column_sink
 from collectors.logs.reader import parse_log_runs
 from collectors.metrics.parser import parse_metrics_lenient
@@ -66,6 +66,11 @@ _CHUNK = 1 << 20
 """How much of the log one read takes: a read a line cost an ingest a tenth of its time."""
 
 
+_VIEW = line_viewer() or whole_lines
+"""A read's lines: the compiled view over the read where it was built (the scan reads them
+where they lie), else a list of them."""
+
+
 class _LogLines:
     """A log's lines, none longer than ``limit``: ``for line in file`` would hold a 1 GB line
     (a tensor dumped by a stub) whole. A longer line is skipped through its newline, never held
@@ -85,28 +90,28 @@ class _LogLines:
         self.skipped: list[tuple[int, int]] = []
         """``(offset, length)`` of each over-long line."""
 
-    def runs(self) -> Iterator[list[bytes]]:
-        """The lines up to the end or the next over-long line, a list per read (no generator
-        step a line)."""
+    def runs(self) -> Iterator[Sequence[bytes]]:
+        """The lines up to the end or the next over-long line, a sequence per read (no
+        generator step a line; no bytes object a line where the view was built)."""
         limit = self._limit
         while True:
             buf = self._buf
             end = buf.rfind(b"\n") + 1
             if end:
-                lines = whole_lines(buf, end, limit)
+                lines = _VIEW(buf, end, limit)
                 if lines is not None:
                     self._buf = buf[end:]
                     self.offset += end
                     yield lines
                     continue
-                lines = whole_lines(buf, end, end) or []  # one is too long: which
-                for n, line in enumerate(lines):
+                listed = whole_lines(buf, end, end) or []  # one is too long: which
+                for n, line in enumerate(listed):
                     if len(line) > limit:
-                        cut = sum(map(len, lines[:n]))
+                        cut = sum(map(len, listed[:n]))
                         self._buf = buf[cut:]
                         self.offset += cut
                         if n:
-                            yield lines[:n]
+                            yield listed[:n]
                         self._skip_line()
                         return
             if len(buf) >= limit:  # a line begun that no newline ends within the limit

@@ -326,6 +326,60 @@ def test_split_lines_is_its_reference(pieces: list[bytes], limit: int, cut: int)
         split(data, len(data) + 1, limit)
 
 
+@settings(max_examples=examples(1000), deadline=None)
+@given(pieces=_PIECE, limit=st.integers(1, 12), cut=st.integers(0, 30), at=st.integers(-40, 40))
+def test_a_line_view_holds_the_split_lines(
+    pieces: list[bytes], limit: int, cut: int, at: int
+) -> None:
+    """``line_view`` (a read's lines where they lie, what a bundle's ingest scans) holds the
+    lines ``split_lines`` cuts: by length, index (from either end), slice and iteration; None
+    where they are None."""
+    from collectors.logs.hotpath import line_splitter, line_viewer
+
+    split, view = line_splitter(), line_viewer()
+    if split is None or view is None:
+        pytest.skip("the extension is not built")
+    data = b"".join(pieces) + b"tail"[: cut % 5]
+    end = data.rfind(b"\n") + 1
+    lines, viewed = split(data, end, limit), view(data, end, limit)
+    if lines is None:
+        assert viewed is None
+        return
+    assert viewed is not None
+    assert len(viewed) == len(lines) and list(viewed) == lines
+    assert viewed[at : at + 3] == lines[at : at + 3] and viewed[::-2] == lines[::-2]
+    if -len(lines) <= at < len(lines):
+        assert viewed[at] == lines[at]
+    else:
+        with pytest.raises(IndexError):
+            viewed[at]
+    with pytest.raises(ValueError):
+        view(data, len(data) + 1, limit)
+
+
+@pytest.mark.parametrize("name", sorted(_SOURCES)[:: max(1, len(_SOURCES) // 40)])
+def test_a_line_view_scans_as_its_lines(name: str) -> None:
+    """The scan reads a view of a read as it reads the read's lines: the same records and
+    counts, handing back the same lines (a sample of the recorded logs)."""
+    from collectors.logs.hotpath import line_viewer
+
+    view = line_viewer()
+    if view is None or parser._SCAN is None:
+        pytest.skip("the extension is not built")
+    for _log, data in _logs(_SOURCES[name]):
+        end = data.rfind(b"\n") + 1
+        viewed = view(data, end, end or 1)
+        assert viewed is not None
+        listed = list(viewed)
+        runs = [listed[i : i + 4096] for i in range(0, len(listed), 4096)]
+        views = [view(b"".join(run), sum(map(len, run)), end or 1) for run in runs]
+        ours, their = ParseStats(), ParseStats()
+        by_view = [e for run in parser.parse_runs(views, year=2026, stats=ours) for e in run]
+        by_list = [e for run in parser.parse_runs(runs, year=2026, stats=their) for e in run]
+        assert by_view == by_list
+        assert ours == their
+
+
 def test_a_scan_begun_inside_another_reads_the_same() -> None:
     """The compiled scan remembers its dict lookups for a call (``memo_get``). A collection
     run by one of its allocations may finalize an object whose ``__del__`` parses a log: that
