@@ -1,8 +1,9 @@
 """Ingest of a synthetic 1,000,000-line verbose log into a fresh store: lines/s and size.
 
 It measures what ``triton-obs ingest`` and ``analyze`` run: the log is written as a bundle's
-``triton.log`` and ingested by :func:`observability.bundle.ingest.ingest` (bounded line
-reads, the parser, batches of one store block, compressed with idempotent keys). The baseline
+``triton.log`` and ingested by :func:`observability.bundle.ingest.ingest` (bounded reads, the
+parser's scan writing each record into its kind's columns, a block cut off and compressed as
+it fills, held without keys as a run of the log). The baseline
 is parsing alone in the same process, so the ratio is the share of the parse rate that survives
 storing; its complement bounds what any faster parser could gain end to end.
 Run: ``python -m benchmarks.ingest_log [--lines N]``.
