@@ -320,7 +320,15 @@ typedef struct {
     int *codes;           /* each record's kind: k < K_N, or K_N + its index in others */
     Py_ssize_t n, cap;
     int broken;           /* a failed write left its columns uneven: nothing more is taken */
+    /* A kind's times and offsets as C numbers, a pair a record, while every one of them is an
+     * int of 64 bits (an int object each, made, read back and freed, was a tenth of an
+     * ingest); its first that is not moves them all into its column lists for good. */
+    long long *ints[K_N];
+    Py_ssize_t nints[K_N], capints[K_N];
+    int objects[K_N];
 } Sink;
+
+static int as_i64(PyObject *v, long long *out);
 
 static PyTypeObject SinkType;
 /* The scan's sink when it is a Sink: make() writes into it. A thread's own: a scan in another
@@ -369,10 +377,50 @@ static int header_values(PyObject *h, PyObject **v) {
     return 0;
 }
 
+/* Kind k's times and offsets from its pairs into its column lists, and there from now on. */
+static int sink_to_objects(Sink *self, int k) {
+    int oc = offset_column(k);
+    for (Py_ssize_t i = 0; i < self->nints[k]; i++) {
+        PyObject *at = PyLong_FromLongLong(self->ints[k][2 * i]);
+        PyObject *off = PyLong_FromLongLong(self->ints[k][2 * i + 1]);
+        int bad = !at || !off || PyList_Append(PyTuple_GET_ITEM(self->cols[k], 0), at) < 0 ||
+                  PyList_Append(PyTuple_GET_ITEM(self->cols[k], oc), off) < 0;
+        Py_XDECREF(at);
+        Py_XDECREF(off);
+        if (bad) {
+            self->broken = 1;
+            return -1;
+        }
+    }
+    PyMem_Free(self->ints[k]);
+    self->ints[k] = NULL;
+    self->nints[k] = self->capints[k] = 0;
+    self->objects[k] = 1;
+    return 0;
+}
+
+static int sink_pair(Sink *self, int k, long long at, long long off) {
+    if (self->nints[k] == self->capints[k]) {
+        Py_ssize_t cap = self->capints[k] ? self->capints[k] * 2 : 1024;
+        long long *grown = PyMem_Realloc(self->ints[k], (size_t)cap * 2 * sizeof(long long));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->ints[k] = grown;
+        self->capints[k] = cap;
+    }
+    self->ints[k][2 * self->nints[k]] = at;
+    self->ints[k][2 * self->nints[k] + 1] = off;
+    self->nints[k]++;
+    return 0;
+}
+
 /* Record k of ``fields`` (references stolen) into the sink's columns. */
 static int sink_fields(Sink *self, int k, PyObject **fields) {
     PyObject *v[16];
-    int m = 0, rc = -1;
+    int m = 0, rc = -1, paired = 0, oc = offset_column(k);
+    long long at = 0, off = 0;
     if (self->broken) {
         PyErr_SetString(PyExc_RuntimeError, "a failed write left this sink unusable");
         goto out;
@@ -384,6 +432,11 @@ static int sink_fields(Sink *self, int k, PyObject **fields) {
         v[m++] = Py_NewRef(fields[0]);
     }
     for (int i = 1; i < k_fields[k]; i++) v[m++] = Py_NewRef(fields[i]);
+    if (!self->objects[k]) {
+        paired = as_i64(v[0], &at) && as_i64(v[oc], &off);
+        if (!paired && self->cols[k] && sink_to_objects(self, k) < 0) goto out;
+        if (!paired) self->objects[k] = 1;
+    }
     if (!self->cols[k]) {
         PyObject *cols = PyTuple_New(m);
         if (!cols) goto out;
@@ -397,12 +450,14 @@ static int sink_fields(Sink *self, int k, PyObject **fields) {
         }
         self->cols[k] = cols;
     }
-    for (int c = 0; c < m; c++)
+    for (int c = 0; c < m; c++) {
+        if (paired && (c == 0 || c == oc)) continue;
         if (PyList_Append(PyTuple_GET_ITEM(self->cols[k], c), v[c]) < 0) {
             self->broken = 1;
             goto out;
         }
-    if (sink_code(self, k) < 0) {
+    }
+    if ((paired && sink_pair(self, k, at, off) < 0) || sink_code(self, k) < 0) {
         self->broken = 1;
         goto out;
     }
@@ -1163,7 +1218,10 @@ static PyObject *sink_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static void sink_dealloc(Sink *self) {
-    for (int k = 0; k < K_N; k++) Py_CLEAR(self->cols[k]);
+    for (int k = 0; k < K_N; k++) {
+        Py_CLEAR(self->cols[k]);
+        PyMem_Free(self->ints[k]);
+    }
     Py_CLEAR(self->others);
     Py_CLEAR(self->held);
     PyMem_Free(self->codes);
@@ -1316,7 +1374,10 @@ static PyObject *sink_take(Sink *self, PyObject *arg) {
         int c = self->codes[i];
         long long at, off;
         Py_ssize_t at_i = index[c]++;
-        if (c < K_N) {
+        if (c < K_N && !self->objects[c]) {
+            at = self->ints[c][2 * at_i];
+            off = self->ints[c][2 * at_i + 1];
+        } else if (c < K_N) {
             PyObject *cols = self->cols[c];
             ok = as_i64(PyList_GET_ITEM(PyTuple_GET_ITEM(cols, 0), at_i), &at) &&
                  as_i64(PyList_GET_ITEM(PyTuple_GET_ITEM(cols, offset_column(c)), at_i), &off);
@@ -1352,7 +1413,18 @@ static PyObject *sink_take(Sink *self, PyObject *arg) {
             part = PyTuple_New(m);
             if (!part) goto done;
             for (Py_ssize_t j = 0; j < m; j++) {
-                PyObject *col = PyList_GetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c]);
+                PyObject *col;
+                if (!self->objects[c] && (j == 0 || j == offset_column(c))) {
+                    /* the pairs' times or offsets, as the native 64-bit ints they are */
+                    col = PyBytes_FromStringAndSize(NULL, count[c] * (Py_ssize_t)sizeof(long long));
+                    if (col) {
+                        long long *out = (long long *)PyBytes_AS_STRING(col);
+                        for (Py_ssize_t r = 0; r < count[c]; r++)
+                            out[r] = self->ints[c][2 * r + (j != 0)];
+                    }
+                } else {
+                    col = PyList_GetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c]);
+                }
                 if (!col) {
                     Py_DECREF(part);
                     goto done;
@@ -1373,7 +1445,13 @@ static PyObject *sink_take(Sink *self, PyObject *arg) {
         if (c < K_N) {
             PyObject *cols = self->cols[c];
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(cols); j++)
-                PyList_SetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c], NULL);
+                if (self->objects[c] || (j != 0 && j != offset_column(c)))
+                    PyList_SetSlice(PyTuple_GET_ITEM(cols, j), 0, count[c], NULL);
+            if (!self->objects[c]) {
+                memmove(self->ints[c], self->ints[c] + 2 * count[c],
+                        (size_t)(self->nints[c] - count[c]) * 2 * sizeof(long long));
+                self->nints[c] -= count[c];
+            }
         } else {
             PyList_SetSlice(PyList_GET_ITEM(self->held, c - K_N), 0, count[c], NULL);
         }

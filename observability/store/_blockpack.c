@@ -214,17 +214,18 @@ gcd_u64(unsigned long long a, unsigned long long b)
     return a;
 }
 
+static int pack_deltas(Buf *b, long long *v, Py_ssize_t n);
+
 /* "[1,[...]]" or "[5,...]" of a column of exact ints. 1: written; 0: not this path's. */
 static int
 pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
 {
-    long long *v = PyMem_Malloc((size_t)n * sizeof(long long));
+    long long *v = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(long long));
     if (v == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     int rc = 0;
-    unsigned long long step = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int overflow = 0;
         v[i] = PyLong_AsLongLongAndOverflow(items[i], &overflow);
@@ -235,6 +236,20 @@ pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
         if (overflow)
             goto done; /* past 64 bits: Python's */
     }
+    rc = pack_deltas(b, v, n);
+done:
+    PyMem_Free(v);
+    return rc;
+}
+
+/* pack_ints' form of n values, which it overwrites with their deltas. 1: written; 0: a delta
+ * overflows (Python's); -1: an error. */
+static int
+pack_deltas(Buf *b, long long *v, Py_ssize_t n)
+{
+    int rc = 0;
+    unsigned long long step = 0;
+    long long first = n ? v[0] : 0;
     for (Py_ssize_t i = 1; i < n; i++) {
         long long d;
         if (__builtin_sub_overflow(v[i], v[i - 1], &d) || d == LLONG_MIN)
@@ -243,8 +258,6 @@ pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
         step = gcd_u64(step, (unsigned long long)(d < 0 ? -d : d));
     }
     {
-        /* The loop overwrote v[0] with the first delta: read the first value again. */
-        long long first = PyLong_AsLongLong(items[0]);
         if (n == 1)
             step = 1;
         if (step > 1) {
@@ -274,7 +287,6 @@ pack_ints(Buf *b, PyObject *const *items, Py_ssize_t n)
 fail:
     rc = -1;
 done:
-    PyMem_Free(v);
     return rc;
 }
 
@@ -689,6 +701,43 @@ fail:
     return NULL;
 }
 
+/* A column of native 64-bit ints (bytes: the column sink's times and offsets) packed as
+ * pack_ints packs the same ints; a list of them where a delta overflows (Python's then). */
+static PyObject *
+packed_i64(PyObject *col)
+{
+    Py_ssize_t n = PyBytes_GET_SIZE(col) / (Py_ssize_t)sizeof(long long);
+    if (PyBytes_GET_SIZE(col) % (Py_ssize_t)sizeof(long long)) {
+        PyErr_SetString(PyExc_ValueError, "a column of 64-bit ints of a ragged length");
+        return NULL;
+    }
+    if (n == 0)
+        return PyList_New(0); /* as an empty list is packed */
+    long long *v = PyMem_Malloc((size_t)n * sizeof(long long));
+    if (v == NULL)
+        return PyErr_NoMemory();
+    memcpy(v, PyBytes_AS_STRING(col), (size_t)n * sizeof(long long));
+    Buf b = {NULL, 0, 0};
+    int rc = pack_deltas(&b, v, n);
+    PyObject *out = NULL;
+    if (rc == 1) {
+        out = PyBytes_FromStringAndSize(b.data, b.len);
+    } else if (rc == 0) {
+        const long long *w = (const long long *)PyBytes_AS_STRING(col);
+        out = PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *x = PyLong_FromLongLong(w[i]);
+            if (x == NULL)
+                Py_CLEAR(out);
+            else
+                PyList_SET_ITEM(out, i, x);
+        }
+    }
+    PyMem_Free(v);
+    PyMem_Free(b.data);
+    return out;
+}
+
 /* pack_columns(columns, specs): each of ``columns`` (a sequence of lists: a block's columns
  * as a log's column sink took them, collectors/logs/_hotpath.c) packed by its spec's table,
  * as columns() packs what it reads off records. */
@@ -711,6 +760,15 @@ pack_columns(PyObject *self, PyObject *args)
     PyObject *out = PyList_New(m);
     for (Py_ssize_t c = 0; out != NULL && c < m; c++) {
         PyObject *col = PySequence_Fast_GET_ITEM(seq, c), *spec = PyTuple_GET_ITEM(specs, c);
+        if (PyBytes_CheckExact(col)) {
+            PyObject *packed = packed_i64(col);
+            if (packed == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            PyList_SET_ITEM(out, c, packed);
+            continue;
+        }
         if (!PyList_CheckExact(col) || !PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 2) {
             PyErr_SetString(PyExc_TypeError, "pack_columns() takes lists and (names, table) specs");
             Py_CLEAR(out);

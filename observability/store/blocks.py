@@ -37,7 +37,9 @@ __all__ = ["BlockError", "ColumnBlock", "decode_block", "encode_block", "encode_
 _c_pack: Callable[[list[Any]], bytes | None] | None
 _c_columns: Callable[[list[Any], tuple[Any, ...]], list[bytes | list[Any]]] | None
 _c_group: Callable[[list[Any]], tuple[list[type], bytes, list[list[Any]]]] | None
-_c_pack_columns: Callable[[Sequence[list[Any]], tuple[Any, ...]], list[bytes | list[Any]]] | None
+_c_pack_columns: (
+    Callable[[Sequence[list[Any] | bytes], tuple[Any, ...]], list[bytes | list[Any]]] | None
+)
 if codec.compiled is not None:
     _c_pack, _c_columns, _c_group, _c_pack_columns = (
         codec.compiled.pack,
@@ -176,12 +178,14 @@ class _Layout:
                 out[i] = _packed(self.plain[i](col))
         return out  # type: ignore[return-value]
 
-    def packed_columns(self, columns: Sequence[list[Any]]) -> list[bytes]:
+    def packed_columns(self, columns: Sequence[list[Any] | bytes]) -> list[bytes]:
         """:meth:`packed` of records already in columns (a log's column sink took them so)."""
         if len(columns) != len(self.paths):
             raise ValueError(f"{len(columns)} columns, not {len(self.paths)}")
         out: list[bytes | list[Any]] = (
-            _c_pack_columns(columns, self.specs) if _c_pack_columns is not None else list(columns)
+            _c_pack_columns(columns, self.specs)
+            if _c_pack_columns is not None
+            else list(map(_listed, columns))
         )
         for i, col in enumerate(out):
             if type(col) is list:
@@ -388,6 +392,11 @@ def encode_block(events: Sequence[object], sources: Sequence[str] = ()) -> bytes
     return _compress(b"".join(body))
 
 
+def _listed(column: list[Any] | bytes) -> list[Any]:
+    """A column as a list: the sink's times and offsets come as native 64-bit ints (bytes)."""
+    return memoryview(column).cast("q").tolist() if type(column) is bytes else column  # type: ignore[return-value]
+
+
 @dataclasses.dataclass(frozen=True)
 class ColumnBlock:
     """A log's block of records as a column sink (``collectors/logs/_hotpath.c``'s ``Sink``)
@@ -398,8 +407,9 @@ class ColumnBlock:
     """The records' types in order of first appearance."""
     order: bytes
     """The JSON of each record's index into ``kinds`` (their count when there is one kind)."""
-    parts: list[tuple[list[Any], ...] | list[Any]]
-    """Per kind: a tuple of its columns (in :func:`_layout`'s order) or a list of records."""
+    parts: list[tuple[list[Any] | bytes, ...] | list[Any]]
+    """Per kind: a tuple of its columns (in :func:`_layout`'s order; times and offsets as
+    native 64-bit ints, bytes, where every one of them is such an int) or a list of records."""
     span: tuple[int, int, int, int] | None
     """``(min at_ns, max at_ns, first offset, last offset)``, None where a time or offset is
     not a 64-bit int, the offsets go back, or one offset holds two records of a kind: such a
@@ -429,7 +439,7 @@ class ColumnBlock:
     def records(self) -> list[Any]:
         """The records themselves, in order (for the keyed path; an ingest's rare case)."""
         made = [
-            iter(_layout(t).build(list(part)) if type(part) is tuple else part)
+            iter(_layout(t).build(list(map(_listed, part))) if type(part) is tuple else part)
             for t, part in zip(self.kinds, self.parts, strict=True)
         ]
         order = json.loads(self.order)

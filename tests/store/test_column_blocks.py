@@ -165,3 +165,33 @@ def test_a_sink_refuses_what_is_not_a_record() -> None:
     with pytest.raises(AttributeError):
         sink.append(ev.RequestStateChange.__new__(ev.RequestStateChange))  # slots unset
     assert len(sink) == 0
+
+
+def test_times_and_offsets_past_64_bits_move_a_kind_to_its_lists() -> None:
+    """A kind's times and offsets are held as C numbers until one is not a 64-bit int; then
+    all of them, held and to come, are the kind's column lists: no value is lost or changed,
+    before or after, in a block cut before the move or across it."""
+    sink = column_sink()
+    assert sink is not None
+    before = [_state(i, 10 * i) for i in range(1, 4)]
+    for r in before:
+        sink.append(r)
+    first = _block(sink, 2)
+    assert isinstance(first.parts[0], tuple) and type(first.parts[0][0]) is bytes
+    past = [_state(2**64, 40), _state(5, 2**70), _state(6, 2**71)]
+    for r in past:
+        sink.append(r)
+    rest = _block(sink, len(sink))
+    assert isinstance(rest.parts[0], tuple) and type(rest.parts[0][0]) is list
+    assert first.records() + rest.records() == before + past
+    assert rest.span is None and first.span == (1, 2, 10, 20)
+    assert encode_columns(first) == encode_block(before[:2])
+    assert encode_columns(rest) == encode_block(before[2:] + past)
+
+
+def test_a_delta_past_64_bits_is_packed_as_a_list_of_records_is() -> None:
+    records = [_state(-(2**63), 10), _state(2**63 - 1, 20), _state(0, 30)]
+    block = _appended(*records)
+    assert block.span == (-(2**63), 2**63 - 1, 10, 30)
+    assert encode_columns(block) == encode_block(records)
+    assert block.records() == records
