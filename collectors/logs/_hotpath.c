@@ -326,6 +326,7 @@ typedef struct {
     long long *ints[K_N];
     Py_ssize_t nints[K_N], capints[K_N];
     int objects[K_N];
+    long long hdr_at, hdr_off; /* the scanned header's time and offset (None in its tuple) */
 } Sink;
 
 static int as_i64(PyObject *v, long long *out);
@@ -425,14 +426,29 @@ static int sink_fields(Sink *self, int k, PyObject **fields) {
         PyErr_SetString(PyExc_RuntimeError, "a failed write left this sink unusable");
         goto out;
     }
+    int scanned = 0; /* a header the scan made: its time and offset are the sink's numbers */
     if (headed(k)) {
         if (header_values(fields[0], v) < 0) goto out;
         m = 5;
+        scanned = PyTuple_CheckExact(fields[0]) && v[0] == Py_None;
     } else {
         v[m++] = Py_NewRef(fields[0]);
     }
     for (int i = 1; i < k_fields[k]; i++) v[m++] = Py_NewRef(fields[i]);
-    if (!self->objects[k]) {
+    if (scanned && self->objects[k]) { /* the kind's lists hold int objects: make them */
+        Py_SETREF(v[0], PyLong_FromLongLong(self->hdr_at));
+        Py_SETREF(v[oc], PyLong_FromLongLong(self->hdr_off));
+        if (!v[0] || !v[oc]) {
+            for (int c = 0; c < m; c++) Py_XDECREF(v[c]);
+            m = 0;
+            goto out;
+        }
+    } else if (scanned) {
+        paired = 1;
+        at = self->hdr_at;
+        off = self->hdr_off;
+    }
+    if (!self->objects[k] && !scanned) {
         paired = as_i64(v[0], &at) && as_i64(v[oc], &off);
         if (!paired && self->cols[k] && sink_to_objects(self, k) < 0) goto out;
         if (!paired) self->objects[k] = 1;
@@ -881,6 +897,23 @@ static int line_of(const char *s, Py_ssize_t n, long long off, PyObject *glog, P
                        last_at, at_known, block);
 }
 
+/* A header record of the scan (make(K_HDR)); into a Sink, its time and offset stay numbers
+ * (the sink's), None in its tuple: no int object made and read back for them. */
+static PyObject *header(long long at_ns, PyObject *level, PyObject *src, long long off) {
+    PyObject *f[5] = {NULL, borrowed(level), borrowed(PyTuple_GET_ITEM(src, 1)),
+                      borrowed(PyTuple_GET_ITEM(src, 2)), NULL};
+    if (cur_sink) {
+        cur_sink->hdr_at = at_ns;
+        cur_sink->hdr_off = off;
+        f[0] = Py_NewRef(Py_None);
+        f[4] = Py_NewRef(Py_None);
+    } else {
+        f[0] = PyLong_FromLongLong(at_ns);
+        f[4] = PyLong_FromLongLong(off);
+    }
+    return make(K_HDR, f);
+}
+
 /* The rest of a header's line, once its time is known: its source's handler, an ErrorLine of
  * a warning or error no handler reads, or an INFO line of no interest. */
 static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t close,
@@ -905,10 +938,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
             PyObject *code_obj = PyDict_GetItemWithError(handler_codes, handler);
             if (!code_obj) return PyErr_Occurred() ? FAIL : PUNT;
             long code = PyLong_AsLong(code_obj);
-            PyObject *f[5] = {PyLong_FromLongLong(at_ns), borrowed(level),
-                              borrowed(PyTuple_GET_ITEM(src, 1)), borrowed(PyTuple_GET_ITEM(src, 2)),
-                              PyLong_FromLongLong(off)};
-            PyObject *h = make(K_HDR, f);
+            PyObject *h = header(at_ns, level, src, off);
             if (!h) return FAIL;
             PyObject *rec = NULL;
             int r;
@@ -946,10 +976,7 @@ static int header_line(const char *s, Py_ssize_t n, Py_ssize_t sp, Py_ssize_t cl
             STARTS(s, m, e, "Stub process is not healthy") || has_byte(s, m, e, '\\') ||
             e - m > MAX_TEXT)
             return PUNT;
-        PyObject *f[5] = {PyLong_FromLongLong(at_ns), borrowed(level),
-                          borrowed(PyTuple_GET_ITEM(src, 1)), borrowed(PyTuple_GET_ITEM(src, 2)),
-                          PyLong_FromLongLong(off)};
-        PyObject *g[2] = {make(K_HDR, f), text(s, m, e)};
+        PyObject *g[2] = {header(at_ns, level, src, off), text(s, m, e)};
         PyObject *rec = make(K_ERR, g);
         if (!rec) return FAIL;
         int bad = put(sink, rec);

@@ -195,3 +195,20 @@ def test_a_delta_past_64_bits_is_packed_as_a_list_of_records_is() -> None:
     assert block.span == (-(2**63), 2**63 - 1, 10, 30)
     assert encode_columns(block) == encode_block(records)
     assert block.records() == records
+
+
+def test_the_scan_writes_into_a_kind_moved_to_its_lists() -> None:
+    """A kind whose times went past 64 bits (a record the Python loop made) takes the scan's
+    next records of that kind as int objects in its lists."""
+    lines = _log(_RECORDINGS[0])[:3000]
+    sink = column_sink()
+    assert sink is not None
+    odd = _state(2**64, 0)
+    sink.append(odd)
+    for _ in parse_runs([lines], year=2026, offset=1, into=sink):
+        pass
+    records = [e for run in parse_runs([lines], year=2026, offset=1) for e in run]
+    assert any(type(e) is ev.RequestStateChange for e in records)
+    block = _block(sink, len(sink))
+    assert block.records() == [odd, *records]
+    assert encode_columns(block) == encode_block([odd, *records])
