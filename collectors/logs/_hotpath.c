@@ -265,24 +265,35 @@ static PyTypeObject LinesType = {
     .tp_doc = "A read's lines where they lie: indexing one makes its bytes.",
 };
 
+/* The (data, end, limit) of split_lines and line_view, and how many lines data[:end] holds:
+ * 1, or 0 where one is longer than limit, or -1 with an error set. */
+static int count_lines(PyObject *args, const char *format, PyObject **data, Py_ssize_t *end,
+                       Py_ssize_t *count) {
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, format, &PyBytes_Type, data, end, &limit)) return -1;
+    if (*end < 0 || *end > PyBytes_GET_SIZE(*data)) {
+        PyErr_SetString(PyExc_ValueError, "end outside the data");
+        return -1;
+    }
+    const char *s = PyBytes_AS_STRING(*data);
+    *count = 0;
+    for (Py_ssize_t p = 0; p < *end;) {
+        const char *nl = memchr(s + p, '\n', (size_t)(*end - p));
+        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : *end;
+        if (stop - p > limit) return 0;
+        (*count)++;
+        p = stop;
+    }
+    return 1;
+}
+
 static PyObject *line_view(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *data;
-    Py_ssize_t end, limit;
-    if (!PyArg_ParseTuple(args, "O!nn:line_view", &PyBytes_Type, &data, &end, &limit)) return NULL;
-    if (end < 0 || end > PyBytes_GET_SIZE(data)) {
-        PyErr_SetString(PyExc_ValueError, "line_view: end outside the data");
-        return NULL;
-    }
+    Py_ssize_t end, count;
+    int r = count_lines(args, "O!nn:line_view", &data, &end, &count);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_None);
     const char *s = PyBytes_AS_STRING(data);
-    Py_ssize_t count = 0;
-    for (Py_ssize_t p = 0; p < end;) {
-        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
-        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : end;
-        if (stop - p > limit) Py_RETURN_NONE;
-        count++;
-        p = stop;
-    }
     Lines *out = PyObject_New(Lines, &LinesType);
     if (!out) return NULL;
     out->data = Py_NewRef(data);
@@ -1187,22 +1198,10 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyObject *split_lines(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *data;
-    Py_ssize_t end, limit;
-    if (!PyArg_ParseTuple(args, "O!nn:split_lines", &PyBytes_Type, &data, &end, &limit))
-        return NULL;
-    if (end < 0 || end > PyBytes_GET_SIZE(data)) {
-        PyErr_SetString(PyExc_ValueError, "split_lines: end outside the data");
-        return NULL;
-    }
+    Py_ssize_t end, count;
+    int r = count_lines(args, "O!nn:split_lines", &data, &end, &count);
+    if (r <= 0) return r < 0 ? NULL : Py_NewRef(Py_None);
     const char *s = PyBytes_AS_STRING(data);
-    Py_ssize_t count = 0;
-    for (Py_ssize_t p = 0; p < end;) {
-        const char *nl = memchr(s + p, '\n', (size_t)(end - p));
-        Py_ssize_t stop = nl ? (Py_ssize_t)(nl - s) + 1 : end;
-        if (stop - p > limit) Py_RETURN_NONE;
-        count++;
-        p = stop;
-    }
     PyObject *out = PyList_New(count);
     if (!out) return NULL;
     Py_ssize_t p = 0;

@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 __all__ = [
     "ColumnSink",
+    "LineView",
     "Scan",
     "SplitLines",
     "column_sink",
@@ -42,30 +43,32 @@ SplitLines = Callable[[bytes, int, int], "list[bytes] | None"]
 if one is longer than ``limit``."""
 
 
-def line_splitter() -> SplitLines | None:
-    """The compiled line splitter, or None (no extension, or ``TRITON_OBS_PURE_PARSER=1``)."""
+def _compiled() -> Any | None:
+    """The extension module, or None (not built, or ``TRITON_OBS_PURE_PARSER=1``)."""
     if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
         return None
     try:
         from collectors.logs import _hotpath  # type: ignore[attr-defined]
     except ImportError:
         return None
-    split: SplitLines = _hotpath.split_lines
-    return split
+    return _hotpath
 
 
-def line_viewer() -> Callable[[bytes, int, int], Sequence[bytes] | None] | None:
+def line_splitter() -> SplitLines | None:
+    """The compiled line splitter, or None (no extension, or ``TRITON_OBS_PURE_PARSER=1``)."""
+    compiled = _compiled()
+    return None if compiled is None else cast(SplitLines, compiled.split_lines)
+
+
+LineView = Callable[[bytes, int, int], "Sequence[bytes] | None"]
+
+
+def line_viewer() -> LineView | None:
     """The compiled ``line_view(data, end, limit)``: ``split_lines``' lines as a sequence over
     ``data`` itself, which the scan reads where they lie (a bytes object is made of a line only
     when it is indexed), or None (no extension, or ``TRITON_OBS_PURE_PARSER=1``)."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.logs import _hotpath  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    view: Callable[[bytes, int, int], Sequence[bytes] | None] = _hotpath.line_view
-    return view
+    compiled = _compiled()
+    return None if compiled is None else cast(LineView, compiled.line_view)
 
 
 def _members(cls: type) -> tuple[type, tuple[Any, ...]]:
@@ -74,11 +77,8 @@ def _members(cls: type) -> tuple[type, tuple[Any, ...]]:
 
 def scanner(tables: dict[str, Any]) -> Scan | None:
     """The compiled scan configured with the parser's ``tables``, or None."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.logs import _hotpath  # type: ignore[attr-defined]
-    except ImportError:
+    _hotpath = _compiled()
+    if _hotpath is None:
         return None
     from observability import events as ev
 
@@ -106,8 +106,7 @@ def scanner(tables: dict[str, Any]) -> Scan | None:
         tables["transitions"],
         tables["ids"],
     )
-    scan: Scan = _hotpath.scan
-    return scan
+    return cast(Scan, _hotpath.scan)
 
 
 class ColumnSink(Protocol):
@@ -127,11 +126,5 @@ class ColumnSink(Protocol):
 
 def column_sink() -> ColumnSink | None:
     """A new column sink, or None where the scan is not compiled (the parser configures it)."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.logs import _hotpath  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    made: ColumnSink = _hotpath.Sink()
-    return made
+    compiled = _compiled()
+    return None if compiled is None else cast(ColumnSink, compiled.Sink())

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.logs.hotpath import ColumnSink
 from collectors.logs.parser import ParseStats, column_sink, parse_runs
 from observability import events as ev
 from observability.store import codec
@@ -84,11 +85,16 @@ def _state(at: int, off: int, rid: str = "r") -> ev.RequestStateChange:
     return ev.RequestStateChange(_hdr(at, off), rid, "INITIALIZED", "PENDING")
 
 
-def _appended(*records: object) -> ColumnBlock:
+def _filled(*records: object) -> ColumnSink:
     sink = column_sink()
     assert sink is not None
     for r in records:
         sink.append(r)
+    return sink
+
+
+def _appended(*records: object) -> ColumnBlock:
+    sink = _filled(*records)
     return _block(sink, len(sink))
 
 
@@ -108,11 +114,8 @@ def test_appended_records_keep_their_order_and_kinds() -> None:
 
 
 def test_take_cuts_the_front_and_keeps_the_rest() -> None:
-    sink = column_sink()
-    assert sink is not None
     records = [_state(i, 10 * i) for i in range(1, 6)]
-    for r in records:
-        sink.append(r)
+    sink = _filled(*records)
     first = _block(sink, 2)
     assert len(sink) == 3
     rest = _block(sink, 99)  # no more than it holds
@@ -171,11 +174,8 @@ def test_times_and_offsets_past_64_bits_move_a_kind_to_its_lists() -> None:
     """A kind's times and offsets are held as C numbers until one is not a 64-bit int; then
     all of them, held and to come, are the kind's column lists: no value is lost or changed,
     before or after, in a block cut before the move or across it."""
-    sink = column_sink()
-    assert sink is not None
     before = [_state(i, 10 * i) for i in range(1, 4)]
-    for r in before:
-        sink.append(r)
+    sink = _filled(*before)
     first = _block(sink, 2)
     assert isinstance(first.parts[0], tuple) and type(first.parts[0][0]) is bytes
     past = [_state(2**64, 40), _state(5, 2**70), _state(6, 2**71)]
