@@ -269,9 +269,7 @@ class Store:
                     with self._db:
                         self._keep_setup(setup, source)
             except sqlite3.OperationalError as err:
-                if self._full(err):
-                    raise StoreFullError(f"store {self.path} is full: {err}") from None
-                raise StoreError(f"writing to {self.path} failed: {err}") from None
+                raise self._failure(err) from None
             self._flush_bulk(everything=False)
             self._compact_due()
         return WriteResult(len(block), 0, 0, 0)
@@ -291,10 +289,14 @@ class Store:
                         raise
                     rejected += 1
         except sqlite3.OperationalError as err:
-            if self._full(err):
-                raise StoreFullError(f"store {self.path} is full: {err}") from None
-            raise StoreError(f"writing to {self.path} failed: {err}") from None
+            raise self._failure(err) from None
         return WriteResult(inserted, duplicates, ignored, rejected)
+
+    def _failure(self, err: sqlite3.Error, doing: str = "writing to") -> StoreError:
+        """What a failed statement raises: a full disk as :class:`StoreFullError`."""
+        if self._full(err):
+            return StoreFullError(f"store {self.path} is full: {err}")
+        return StoreError(f"{doing} {self.path} failed: {err}")
 
     def _full(self, err: sqlite3.Error) -> bool:
         """SQLite says "database or disk is full", but a write into the WAL that meets
@@ -405,9 +407,7 @@ class Store:
         record is a log's (the caller checks)."""
         if _c_log_run is None:
             return False
-        if source not in self._runs:
-            self._runs[source] = self._new_run(source)
-        run = self._runs[source]
+        run = self._run(source)
         if run is None:
             return False
         checked = _c_log_run(events) if not run.blocks else None
@@ -422,9 +422,7 @@ class Store:
     def _run_of_block(self, block: ColumnBlock, source: str) -> bool:
         """:meth:`_run_of` for a block in columns: held as it is, its span checked as
         ``log_run`` checks a list (the sink did that as it cut the block)."""
-        if source not in self._runs:
-            self._runs[source] = self._new_run(source)
-        run = self._runs[source]
+        run = self._run(source)
         if run is None:
             return False
         span = block.span
@@ -434,6 +432,12 @@ class Store:
         run.blocks.append(block)
         run.last = span[3]
         return True
+
+    def _run(self, source: str) -> _Run | None:
+        """``source``'s run, begun at its first batch in :meth:`bulk` (None: keyed)."""
+        if source not in self._runs:
+            self._runs[source] = self._new_run(source)
+        return self._runs[source]
 
     def _new_run(self, source: str) -> _Run | None:
         """A run for ``source`` if the store holds nothing of it yet (else None: keyed)."""
@@ -560,9 +564,7 @@ class Store:
                         self._put_block(stream, src, [held[k] for k in part], part)
                     written.append((held, keys[:upto]))
         except sqlite3.OperationalError as err:
-            if self._full(err):
-                raise StoreFullError(f"store {self.path} is full: {err}") from None
-            raise StoreError(f"writing to {self.path} failed: {err}") from None
+            raise self._failure(err) from None
         for held, keys in written:  # committed: a failed transaction left them all held
             for k in keys:
                 del held[k]
@@ -745,9 +747,7 @@ class Store:
                     rows,
                 )
         except sqlite3.OperationalError as err:
-            if self._full(err):
-                raise StoreFullError(f"store {self.path} is full: {err}") from None
-            raise StoreError(f"writing findings to {self.path} failed: {err}") from None
+            raise self._failure(err, "writing findings to") from None
 
     def findings(self, active_only: bool = False) -> list[Finding]:
         sql = "SELECT body, first_seen_ns FROM findings"
@@ -974,9 +974,7 @@ class Store:
         try:
             return self._apply_retention(max_age_s, max_bytes, now_ns)
         except sqlite3.Error as err:  # a DELETE needs room in the WAL too: a full disk
-            if self._full(err):
-                raise StoreFullError(f"store {self.path} is full: {err}") from None
-            raise StoreError(f"retention on {self.path} failed: {err}") from None
+            raise self._failure(err, "retention on") from None
 
     def _apply_retention(
         self, max_age_s: float | None, max_bytes: int | None, now_ns: int | None
