@@ -446,23 +446,19 @@ static int sink_fields(Sink *self, int k, PyObject **fields) {
         v[m++] = Py_NewRef(fields[0]);
     }
     for (int i = 1; i < k_fields[k]; i++) v[m++] = Py_NewRef(fields[i]);
-    if (scanned && self->objects[k]) { /* the kind's lists hold int objects: make them */
-        Py_SETREF(v[0], PyLong_FromLongLong(self->hdr_at));
-        Py_SETREF(v[oc], PyLong_FromLongLong(self->hdr_off));
-        if (!v[0] || !v[oc]) {
-            for (int c = 0; c < m; c++) Py_XDECREF(v[c]);
-            m = 0;
-            goto out;
-        }
-    } else if (scanned) {
-        paired = 1;
+    if (scanned) {
         at = self->hdr_at;
         off = self->hdr_off;
     }
-    if (!self->objects[k] && !scanned) {
-        paired = as_i64(v[0], &at) && as_i64(v[oc], &off);
-        if (!paired && self->cols[k] && sink_to_objects(self, k) < 0) goto out;
-        if (!paired) self->objects[k] = 1;
+    paired = scanned || (!self->objects[k] && as_i64(v[0], &at) && as_i64(v[oc], &off));
+    if (paired && self->objects[k]) { /* the kind's lists hold int objects: make them */
+        paired = 0;
+        Py_SETREF(v[0], PyLong_FromLongLong(at));
+        Py_SETREF(v[oc], PyLong_FromLongLong(off));
+        if (!v[0] || !v[oc]) goto out;
+    } else if (!paired && !self->objects[k]) { /* its first that is not a 64-bit int */
+        if (self->cols[k] && sink_to_objects(self, k) < 0) goto out;
+        self->objects[k] = 1;
     }
     if (!self->cols[k]) {
         PyObject *cols = PyTuple_New(m);
@@ -490,7 +486,7 @@ static int sink_fields(Sink *self, int k, PyObject **fields) {
     }
     rc = 0;
 out:
-    while (m) Py_DECREF(v[--m]);
+    while (m) Py_XDECREF(v[--m]);
     for (int i = 0; i < k_fields[k]; i++) Py_DECREF(fields[i]);
     return rc;
 }
