@@ -22,6 +22,7 @@ extracted by :mod:`observability.bundle.archive`, which refuses what could escap
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -138,28 +139,38 @@ def layout_part(parts: Sequence[str]) -> str | None:
     return None
 
 
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_BINARY", 0)
-)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_LINK = "a symbolic link (never followed out of a bundle)"
+_GROWN = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
 
 
-def open_part(path: Path) -> BinaryIO:
-    """Open a bundle file for reading, refusing what is not a regular file inside the bundle:
-    a symbolic link (``triton.log -> /etc/passwd``) is not followed, and a FIFO or device is
-    not opened in a way that could block or read forever."""
-    if path.is_symlink():
-        raise PartError("a symbolic link (never followed out of a bundle)")
+def _open_regular(path: Path) -> int:
+    """A descriptor of ``path`` opened for reading, or PartError when it is not a regular
+    file inside the bundle: a symbolic link (``triton.log -> /etc/passwd``) is not followed,
+    and a FIFO or device is not opened in a way that could block or read forever. Where
+    ``O_NOFOLLOW`` exists it refuses the link itself (ELOOP), with no ``lstat`` first."""
+    if not _NOFOLLOW and path.is_symlink():
+        raise PartError(_LINK)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as err:
+        if err.errno == errno.ELOOP and _NOFOLLOW:
+            raise PartError(_LINK) from None
         raise PartError(err.strerror or str(err)) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise PartError("not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_part(path: Path) -> BinaryIO:
+    """Open a bundle file for reading (see :func:`_open_regular` for what is refused)."""
+    fd = _open_regular(path)
+    try:
         if getattr(os, "O_NONBLOCK", 0):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -169,15 +180,30 @@ def open_part(path: Path) -> BinaryIO:
 
 
 def read_part(path: Path, limit: int) -> bytes:
-    """A bundle file's bytes, never more than ``limit`` of them in memory."""
+    """A bundle file's bytes, never more than ``limit`` of them in memory.
+
+    Read on the descriptor, a size known from ``fstat`` at a time: a buffered ``read(limit
+    + 1)`` sized its buffer by the limit (256 MiB for a trace file), and with the file object
+    it cost a bundle's two thousand small files three times their reading."""
+    fd = _open_regular(path)
     try:
-        with open_part(path) as fh:
-            data = fh.read(limit + 1)
+        want = min(os.fstat(fd).st_size, limit) + 1
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = os.read(fd, min(want, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            want = max(want, _GROWN)  # it grew after the fstat: read on in fair pieces
     except OSError as err:
         raise PartError(err.strerror or str(err)) from None
-    if len(data) > limit:
+    finally:
+        os.close(fd)
+    if got > limit:
         raise PartError(f"larger than the {limit:,}-byte limit")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)  # one, or none: empty
 
 
 def _finite_int(value: object, bound: int) -> int | None:
