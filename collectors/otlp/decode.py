@@ -33,6 +33,8 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _MAX_NANOS = 2**63 - 1
 """Year 2262: a time past it is no real span's, and no store's INTEGER holds it."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_COMPACT = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+"""``json.dumps`` with these arguments, made once: dumps made an encoder a call."""
 
 
 def _text(value: str) -> str:
@@ -61,30 +63,32 @@ def _list(value: Any, where: str) -> list[Any]:
     return value
 
 
-def _hex_id(value: Any, length: int, where: str, allow_empty: bool) -> str:
+def _hex_id(value: Any, length: int, where: str, at: str, allow_empty: bool) -> str:
+    """``where`` and ``at`` are joined only for an error: a span's every field named its
+    place up front, an f-string each, a sixth of decoding a span."""
     if value in (None, "") and allow_empty:
         return ""
     if not isinstance(value, str) or len(value) != length or not _HEX.issuperset(value):
-        raise OtlpDecodeError(f"{where}: expected {length} hex digits, got {value!r:.60}")
-    if set(value) == {"0"}:
+        raise OtlpDecodeError(f"{where}{at}: expected {length} hex digits, got {value!r:.60}")
+    if not value.strip("0"):
         if allow_empty:
             return ""
-        raise OtlpDecodeError(f"{where}: an all-zero id is invalid")
+        raise OtlpDecodeError(f"{where}{at}: an all-zero id is invalid")
     return value.lower()
 
 
-def _nanos(value: Any, where: str) -> int:
+def _nanos(value: Any, where: str, at: str = "") -> int:
     if isinstance(value, bool):
-        raise OtlpDecodeError(f"{where}: expected nanoseconds, got {value!r}")
+        raise OtlpDecodeError(f"{where}{at}: expected nanoseconds, got {value!r}")
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value) if len(value) <= 20 else _MAX_NANOS + 1  # int() stops at 4300
     if isinstance(value, int) and 0 <= value <= _MAX_NANOS:
         return value
     if isinstance(value, int) and value > _MAX_NANOS:
-        raise OtlpDecodeError(f"{where}: nanoseconds past 2**63-1 (the year 2262)")
+        raise OtlpDecodeError(f"{where}{at}: nanoseconds past 2**63-1 (the year 2262)")
     if value is None:
         return 0
-    raise OtlpDecodeError(f"{where}: expected nanoseconds, got {value!r:.60}")
+    raise OtlpDecodeError(f"{where}{at}: expected nanoseconds, got {value!r:.60}")
 
 
 def _plain(value: Mapping[str, Any], where: str) -> Any:
@@ -141,7 +145,7 @@ def _string(value: Any, where: str) -> str:
     if isinstance(plain, float):
         return repr(plain)
     if isinstance(plain, (list, dict)):
-        return json.dumps(plain, separators=(",", ":"), sort_keys=True)
+        return _COMPACT(plain)
     return _text(str(plain))
 
 
@@ -156,12 +160,41 @@ def _attributes(items: list[Any], where: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _string_attributes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
-    items = _attributes(_list(value, where), where)
-    return tuple((_text(k), _string(v, f"{where} {k!r}")) for k, v in items)
+def _string_attributes(value: Any, where: str, at: str = "") -> tuple[tuple[str, str], ...]:
+    """Attributes as (key, string) pairs. Every key is checked before any value, so the
+    error told is the first bad key's. A string or bool value, nearly every one, is read in
+    line; only another kind names its place (for its error) and goes through :func:`_string`.
+    Anything amiss is read again the checking way, which finds the error to tell."""
+    if type(value) is list:
+        out = []
+        try:
+            for kv in value:
+                key = kv.get("key") if type(kv) is dict else None
+                if type(key) is not str:
+                    break
+                v = kv.get("value")
+                if type(v) is dict:
+                    text = v.get("stringValue")
+                    if type(text) is str:
+                        out.append((_text(key), _text(text)))
+                        continue
+                    flag = v.get("boolValue")
+                    if type(flag) is bool and "stringValue" not in v:
+                        out.append((_text(key), "true" if flag else "false"))
+                        continue
+                out.append((_text(key), _string(v, f"{where}{at} {key!r}")))
+            else:
+                return tuple(out)
+        except OtlpDecodeError:
+            pass  # but a later key's error is told first: the reading below finds which
+    items = _attributes(_list(value, where + at), where + at)
+    return tuple((_text(k), _string(v, f"{where}{at} {k!r}")) for k, v in items)
 
 
-def _status(value: Any, where: str) -> tuple[str, str]:
+def _status(value: Any, where: str, at: str = "") -> tuple[str, str]:
+    if value is None:  # most spans: no status set
+        return "UNSET", ""
+    where += at
     st = _obj(value, where)
     code = st.get("code", 0)
     if isinstance(code, str) and code in _STATUS_NAMES:
@@ -176,9 +209,10 @@ def _status(value: Any, where: str) -> tuple[str, str]:
 
 def _span(raw: Any, service: str, where: str) -> OtlpSpan:
     s = _obj(raw, where)
-    status, message = _status(s.get("status"), f"{where}.status")
+    status, message = _status(s.get("status"), where, ".status")
     events = []
-    for i, ev in enumerate(_list(s.get("events"), f"{where}.events")):
+    raw_events = s.get("events")
+    for i, ev in enumerate(() if raw_events is None else _list(raw_events, f"{where}.events")):
         e = _obj(ev, f"{where}.events[{i}]")
         events.append(
             OtlpSpanEvent(
@@ -191,18 +225,16 @@ def _span(raw: Any, service: str, where: str) -> OtlpSpan:
     if not isinstance(name, str):
         raise OtlpDecodeError(f"{where}.name: expected a string, got {name!r:.60}")
     return OtlpSpan(
-        trace_id=_hex_id(s.get("traceId"), 32, f"{where}.traceId", allow_empty=False),
-        span_id=_hex_id(s.get("spanId"), 16, f"{where}.spanId", allow_empty=False),
-        parent_span_id=_hex_id(
-            s.get("parentSpanId"), 16, f"{where}.parentSpanId", allow_empty=True
-        ),
+        trace_id=_hex_id(s.get("traceId"), 32, where, ".traceId", allow_empty=False),
+        span_id=_hex_id(s.get("spanId"), 16, where, ".spanId", allow_empty=False),
+        parent_span_id=_hex_id(s.get("parentSpanId"), 16, where, ".parentSpanId", True),
         name=_text(name),
         service=service,
-        start_ns=_nanos(s.get("startTimeUnixNano"), f"{where}.startTimeUnixNano"),
-        end_ns=_nanos(s.get("endTimeUnixNano"), f"{where}.endTimeUnixNano"),
+        start_ns=_nanos(s.get("startTimeUnixNano"), where, ".startTimeUnixNano"),
+        end_ns=_nanos(s.get("endTimeUnixNano"), where, ".endTimeUnixNano"),
         status=status,
         status_message=message,
-        attributes=_string_attributes(s.get("attributes"), f"{where}.attributes"),
+        attributes=_string_attributes(s.get("attributes"), where, ".attributes"),
         events=tuple(events),
     )
 

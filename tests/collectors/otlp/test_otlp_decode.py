@@ -96,6 +96,8 @@ def test_attribute_value_kinds_become_strings() -> None:
         "k": {"kvlistValue": {"values": [{"key": "q", "value": {"boolValue": False}}]}},
         "y": {"bytesValue": "AQI="},
         "e": {},
+        "sb": {"boolValue": False, "stringValue": "s"},  # a string value wins, as in _plain
+        "bi": {"boolValue": 1},  # not a bool: _plain's way, "1"
     }
     span = {
         "traceId": "0" * 31 + "1",
@@ -107,7 +109,7 @@ def test_attribute_value_kinds_become_strings() -> None:
     (s,) = spans_from_otlp_json({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
     assert dict(s.attributes) == {
         "s": "x", "b": "true", "i": "-3", "d": "0.5", "a": '[1,"z"]', "k": '{"q":false}',
-        "y": "0102", "e": "",
+        "y": "0102", "e": "", "sb": "s", "bi": "1",
     }  # fmt: skip
     assert (s.span_id, s.parent_span_id, s.status, s.status_message) == (
         "a" * 16,
@@ -141,7 +143,15 @@ INVALID = [
     (_one({"attributes": [{"key": "k", "value": {"intValue": "x"}}]}), "intValue"),
     (_one({"attributes": [{"key": "k", "value": {"bytesValue": "%%"}}]}), "bytesValue"),
     (_one({"events": [{"timeUnixNano": "x"}]}), r"events\[0\].timeUnixNano"),
-]
+    # Every key is checked before any value: the error told is the later bad key's.
+    (
+        _one({"attributes": [{"key": "k", "value": {"intValue": "x"}}, {"key": 3}]}),
+        r"attributes\[1\]: attribute without a string key",
+    ),
+    (_one({"attributes": [{"key": "k", "value": {"stringValue": None, "boolValue": True}}]}),
+     r"attributes 'k': stringValue None is not a string"),
+    (_one({"status": {"code": "OK"}}), r"spans\[0\].status: unknown status code"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("obj", "message"), INVALID)
