@@ -362,7 +362,7 @@ done:
 static int pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth);
 
 static int
-pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
+pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
 {
     int all_int = n > 0;
     for (Py_ssize_t i = 0; i < n && all_int; i++)
@@ -381,9 +381,9 @@ pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
     }
     int all_lists = n > 0;
     for (Py_ssize_t i = 0; i < n && all_lists; i++)
-        all_lists = PyList_CheckExact(items[i]);
+        all_lists = PyList_CheckExact(items[i]) || (tuples && PyTuple_CheckExact(items[i]));
     if (all_lists)
-        return pack_lists(b, items, n, 0, depth);
+        return pack_lists(b, items, n, tuples, depth);
     int rc = buf_put(b, "[0,[", 4) < 0 ? -1 : 1;
     for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
         if (i && buf_put(b, ",", 1) < 0)
@@ -398,7 +398,7 @@ pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int depth)
 static int
 pack_into(Buf *b, PyObject *const *items, Py_ssize_t n)
 {
-    return pack_into_at(b, items, n, 0);
+    return pack_into_at(b, items, n, 0, 0);
 }
 
 static PyObject *
@@ -423,10 +423,11 @@ pack(PyObject *self, PyObject *column)
 }
 
 /* "[3,k,[column...]]" or "[2,lengths,items]" of a column of lists (with ``tuples``, tuples
- * too: an output's shape, which _plain makes a list), as blocks._pack writes them: each
- * position's column, or the lengths and every item, packed again (pack_into). A trace
- * span's (stage, ns) pairs are such a column; json.dumps of the Python forms was an eighth
- * of a real bundle's ingest. 1: written; 0: not this path's (a value pack_into hands back,
+ * too, at every depth: what _plain makes a list, an output's shape, a trace span's tuple of
+ * (stage, ns) pairs, an OTLP span's (key, value) attributes), as blocks._pack writes them:
+ * each position's column, or the lengths and every item, packed again (pack_into_at). The
+ * pairs' columns were handed back to Python's _plain and _pack, a seventh of a bundle's
+ * ingest, as json.dumps of the Python forms had been an eighth before. 1: written; 0: not this path's (a value pack_into hands back,
  * nesting past MAX_DEPTH); -1: an error. */
 #define MAX_DEPTH 16
 
@@ -462,7 +463,7 @@ pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
                 col[i] = PySequence_Fast_ITEMS(items[i])[j];
             if (j && buf_put(b, ",", 1) < 0)
                 goto done;
-            rc = pack_into_at(b, col, n, depth + 1);
+            rc = pack_into_at(b, col, n, tuples, depth + 1);
             if (rc != 1)
                 goto done;
             rc = -1;
@@ -491,7 +492,7 @@ pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
         if (rc == 1) {
             rc = -1;
             if (buf_put(b, ",", 1) == 0) {
-                rc = pack_into_at(b, col, total, depth + 1);
+                rc = pack_into_at(b, col, total, tuples, depth + 1);
                 if (rc == 1 && buf_put(b, "]", 1) < 0)
                     rc = -1;
             }

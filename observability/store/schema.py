@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from observability import events as ev
@@ -256,8 +257,11 @@ def _log_keyed(events: list[Any], source: str) -> tuple[list[str], list[int]]:
     return keys, list(map(int, times))
 
 
+_SECOND = itemgetter(1)
+
+
 def _trace_start(e: ev.TraceSpan) -> int:
-    return min((ns for _, ns in e.timestamps), default=0)
+    return min(map(_SECOND, e.timestamps), default=0)
 
 
 def _per_target(name: str, block_records: int) -> Stream:

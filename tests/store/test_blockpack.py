@@ -220,6 +220,13 @@ def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
             st.just(()),
             st.just((True, 2)),
             st.none(),
+            # a trace span's (stage, ns) pairs, an OTLP span's (key, value) attributes
+            st.lists(
+                st.tuples(st.sampled_from(["A", "B", "\ud800"]), st.integers(-(2**64), 2**64)),
+                max_size=3,
+            ).map(tuple),
+            st.lists(st.tuples(st.text(max_size=2), st.text(max_size=2)), max_size=3).map(tuple),
+            st.just((("a", ev.LogLevel.INFO),)),  # an enum inside: handed back
         ),
         max_size=12,
     )
@@ -227,8 +234,9 @@ def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
 def test_a_column_of_shapes_is_packed_as_python_packs_it_or_handed_back(
     column: list[object],
 ) -> None:
-    """A column of tuples of ints (an output's shape), which Python makes lists, is packed
-    in C as ``_pack`` packs those lists (forms 3 and 2), or handed back as it was."""
+    """A column of tuples of ints (an output's shape) or of pairs (a span's stamps or
+    attributes), which Python makes lists at every depth, is packed in C as ``_pack`` packs
+    those lists (forms 3 and 2), or handed back as it was."""
     assert blocks._c_columns is not None
 
     @dataclasses.dataclass(frozen=True, slots=True)
@@ -237,11 +245,15 @@ def test_a_column_of_shapes_is_packed_as_python_packs_it_or_handed_back(
 
     shapes = [Shaped((1, 3)), Shaped((2, 3))]
     assert blocks._c_columns(shapes, ((("shape",), False),)) == [b"[3,2,[[1,[1,1]],[1,[3,0]]]]"]
+    stamps = [Shaped((("A", 10), ("B", 30))), Shaped((("A", 50),))]
+    packed_stamps = b'[2,[1,[2,-1]],[3,2,[[0,["A","B","A"]],[5,20,10,[1,1]]]]]'
+    assert blocks._c_columns(stamps, ((("shape",), False),)) == [packed_stamps]
+    assert _python([[["A", 10], ["B", 30]], [["A", 50]]]) == packed_stamps
     out = blocks._c_columns([Shaped(v) for v in column], ((("shape",), False),))[0]
     if type(out) is list:
         assert out == column
     else:
-        assert out == _python([list(v) if isinstance(v, tuple) else v for v in column])
+        assert out == _python(list(map(codec._plain, column)))
 
 
 def _plain_one_by_one(value: object) -> object:
