@@ -178,6 +178,9 @@ class Store:
         self._runs: dict[str, _Run | None] = {}
         """A log's source -> its records held unkeyed while :meth:`bulk` is open (None: the
         source takes the keyed path for the rest of the ``with``)."""
+        self._envelopes: dict[tuple[str, str], tuple[int, int] | None] = {}
+        """(stream, source) -> the times every block of it spans (None: it has none), learnt
+        once while :meth:`bulk` is open and widened by each block written."""
         try:
             if readonly:
                 if not self.path.exists():
@@ -497,18 +500,20 @@ class Store:
         file, a scrape) as JSON rows only to compact them at the end was most of the ingest.
         What :meth:`write` accepts inside is held in memory (a block's worth per stream and
         source at most) and stored by the end of the ``with``, so it is acknowledged then,
-        not before: a writer killed inside loses what it wrote there, and runs again."""
+        not before: a writer killed inside loses what it wrote there, and runs again. Its
+        sources are its own while it is open: what another writer stores for them then (the
+        same bundle ingested twice at once) is not looked for, as its held records are not."""
         if self.readonly:
             raise StoreError("this store was opened read-only")
         if self._bulk is not None:
             yield
             return
-        self._bulk, self._runs = {}, {}
+        self._bulk, self._runs, self._envelopes = {}, {}, {}
         try:
             yield
             self._flush_bulk(everything=True)
         finally:
-            self._bulk, self._runs = None, {}
+            self._bulk, self._runs, self._envelopes = None, {}, {}
 
     def _hold(
         self, stream: str, src: str, fresh: dict[str, tuple[int, object]], source: str
@@ -598,10 +603,18 @@ class Store:
         if not group:
             return group
         times = [at for at, _ in group.values()]
+        lo, hi = min(times), max(times)
+        if self._bulk is not None:
+            # A bulk writer is its sources' only writer (it holds what it wrote in memory
+            # until its blocks are written, unseen by any other): what it knows of their
+            # blocks' times stays true, and a trace file's spans need no query of their own.
+            envelope = self._envelope(stream, src)
+            if envelope is None or hi < envelope[0] or lo > envelope[1]:
+                return group
         rows = self._db.execute(
             "SELECT id, data FROM blocks WHERE stream = ? AND source = ? AND max_at_ns >= ? "
             "AND min_at_ns <= ?",
-            (stream, src, min(times), max(times)),
+            (stream, src, lo, hi),
         ).fetchall()
         if not rows:
             return group
@@ -611,6 +624,15 @@ class Store:
         if held.isdisjoint(group):  # the usual case: the newest block only meets it in time
             return group
         return {k: v for k, v in group.items() if k not in held}
+
+    def _envelope(self, stream: str, src: str) -> tuple[int, int] | None:
+        if (stream, src) not in self._envelopes:
+            lo, hi = self._db.execute(
+                "SELECT min(min_at_ns), max(max_at_ns) FROM blocks WHERE stream = ? AND source = ?",
+                (stream, src),
+            ).fetchone()
+            self._envelopes[stream, src] = None if lo is None else (lo, hi)
+        return self._envelopes[stream, src]
 
     def _block_keys(self, block_id: int, data: bytes, stream: str, src: str) -> frozenset[str]:
         keys = self._keys.get(block_id)
@@ -654,6 +676,10 @@ class Store:
         self, stream: str, src: str, min_at: int, max_at: int, records: int, data: bytes
     ) -> int | None:
         """One encoded block, in the caller's transaction: its row id."""
+        if (stream, src) in self._envelopes:  # wider than the blocks if it rolls back: safe
+            known = self._envelopes[stream, src]
+            lo, hi = (min_at, max_at) if known is None else known
+            self._envelopes[stream, src] = (min(lo, min_at), max(hi, max_at))
         cur = self._db.execute(
             "INSERT INTO blocks (stream, source, min_at_ns, max_at_ns, written_ns, records, "
             "data) VALUES (?,?,?,?,?,?,?)",

@@ -279,6 +279,27 @@ def test_bulk_writes_blocks_only_and_stays_idempotent(tmp_path: Path) -> None:
         assert (again.inserted, again.duplicates) == (0, 14)
 
 
+def test_bulk_finds_what_its_own_blocks_hold(tmp_path: Path) -> None:
+    """Inside ``bulk`` the store learns the times its blocks span once and widens them with
+    each block it writes: spans written again after their block was written (by this same
+    ``with``), and spans later than every block, are told apart without a query each."""
+    from observability.store.schema import STREAMS
+
+    size = STREAMS["traces"].block_records
+    spans = [_span(i, 1_000 + i) for i in range(size)]
+    later = [_span(size + i, 10 * size + i) for i in range(3)]
+    with Store(tmp_path / "s.db") as db:
+        db.write([_span(0, 0)], "earlier")  # a block from before the bulk, earlier than all
+        with db.bulk():
+            first = db.write(spans, "t")  # a block's worth: written now, inside the bulk
+            assert db.count("trace_spans") == size + 1
+            again = db.write(spans[5:10], "t")
+            new = db.write(later, "t")
+        assert (first.inserted, again.inserted, again.duplicates) == (size, 0, 5)
+        assert (new.inserted, new.duplicates) == (3, 0)
+        assert db.count("trace_spans") == size + 4
+
+
 def test_a_record_twice_in_one_batch_is_stored_once(tmp_path: Path) -> None:
     """A batch of one stream is keyed by list passes; a key twice in it takes the record by
     record path, which keeps the first."""
