@@ -35,13 +35,13 @@ class _Parts:
     """CPU seconds of each part, split at each batch ``ingest`` reports (``on_batch``)."""
 
     def __init__(self) -> None:
-        self.seconds: Counter[str] = Counter()
+        self.seconds: dict[str, float] = {}
         self.records: Counter[str] = Counter()
         self._last = time.process_time()
 
     def __call__(self, part: str, n: int) -> None:
         now = time.process_time()
-        self.seconds[part] += now - self._last
+        self.seconds[part] = self.seconds.get(part, 0.0) + now - self._last
         self.records[part] += n
         self._last = now
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             if whole_s < best_whole:
                 best_whole, parts = whole_s, round_parts
     spans = parts.records["traces"] + parts.records["otlp"]
-    span_s = parts.seconds["traces"] + parts.seconds["otlp"]
+    span_s = parts.seconds.get("traces", 0.0) + parts.seconds.get("otlp", 0.0)
     result = {
         "bench": "ingest_bundle_lines",
         "value": round(n_lines / best_whole),
