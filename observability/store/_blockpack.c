@@ -10,9 +10,11 @@
  *   - every value a str, int, float, bool or None: "[0,[v,...]]", each as json.dumps writes it
  *     with ensure_ascii=False;
  *   - every value a list (columns(): or a tuple, an output's shape), of values these forms
- *     take again: "[3,k,[column,...]]" or "[2,lengths,items]".
+ *     take again: "[3,k,[column,...]]" or "[2,lengths,items]";
+ *   - columns() only: every value a record of one type named_records() knows (a /metrics
+ *     page's samples), as the dicts codec._plain makes: "[4,[names],[column,...]]".
  *
- * Anything else (records, a str with a lone surrogate, an int past 64 bits, a delta that
+ * Anything else (other records, a str with a lone surrogate, an int past 64 bits, a delta that
  * overflows) is handed back, and the caller packs that column in Python: the reference, which
  * tests/store/test_blockpack.py compares against on real blocks and on hypothesis' columns.
  * columns() also reads a kind's columns off its records (their slots, looked up once per
@@ -360,6 +362,28 @@ done:
 
 /* The packed JSON of n values into b. 1: written; 0: not this path's; -1: an error. */
 static int pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth);
+static int pack_records(Buf *b, PyObject *const *items, Py_ssize_t n, PyObject *names, int depth);
+
+/* Record type -> its field names, as codec._plain writes a record (a dict of them, in
+ * order): set once by blocks.py (named_records). */
+static PyObject *record_names = NULL;
+
+/* The field names of items' one type when they are all of one type named_records knows
+ * (borrowed), else NULL. */
+static PyObject *
+names_of_records(PyObject *const *items, Py_ssize_t n)
+{
+    if (n == 0 || record_names == NULL)
+        return NULL;
+    PyTypeObject *type = Py_TYPE(items[0]);
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (Py_TYPE(items[i]) != type)
+            return NULL;
+    PyObject *names = PyDict_GetItemWithError(record_names, (PyObject *)type);
+    if (names == NULL)
+        PyErr_Clear(); /* a type is hashable: nothing to lose */
+    return names;
+}
 
 static int
 pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
@@ -384,6 +408,9 @@ pack_into_at(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth
         all_lists = PyList_CheckExact(items[i]) || (tuples && PyTuple_CheckExact(items[i]));
     if (all_lists)
         return pack_lists(b, items, n, tuples, depth);
+    PyObject *names = tuples ? names_of_records(items, n) : NULL;
+    if (names != NULL)
+        return pack_records(b, items, n, names, depth);
     int rc = buf_put(b, "[0,[", 4) < 0 ? -1 : 1;
     for (Py_ssize_t i = 0; i < n && rc == 1; i++) {
         if (i && buf_put(b, ",", 1) < 0)
@@ -504,6 +531,70 @@ pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, int depth)
 done:
     PyMem_Free(col);
     return rc;
+}
+
+/* "[4,[names],[column,...]]" of n records of one type, as blocks._pack writes the dicts
+ * codec._plain makes of them: each field's column packed again (pack_into_at). A /metrics
+ * page's samples are such a column, under a tuple a scrape; Python's _plain and _pack of
+ * them were a seventh of a bundle's ingest. 1: written; 0: not this path's; -1: an error. */
+static int
+pack_records(Buf *b, PyObject *const *items, Py_ssize_t n, PyObject *names, int depth)
+{
+    if (depth > MAX_DEPTH || !PyTuple_CheckExact(names))
+        return 0;
+    Py_ssize_t k = PyTuple_GET_SIZE(names);
+    if (buf_put(b, "[4,[", 4) < 0)
+        return -1;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *name = PyTuple_GET_ITEM(names, j);
+        if (!PyUnicode_CheckExact(name))
+            return 0;
+        int rc = j && buf_put(b, ",", 1) < 0 ? -1 : buf_str(b, name);
+        if (rc != 1)
+            return rc;
+    }
+    if (buf_put(b, "],[", 3) < 0)
+        return -1;
+    PyObject **col = PyMem_Malloc((size_t)n * sizeof(PyObject *));
+    if (col == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = 1;
+    for (Py_ssize_t j = 0; j < k && rc == 1; j++) {
+        Py_ssize_t got = 0;
+        for (; got < n; got++) {
+            col[got] = PyObject_GetAttr(items[got], PyTuple_GET_ITEM(names, j));
+            if (col[got] == NULL)
+                break;
+        }
+        if (got < n)
+            rc = -1;
+        else if (j && buf_put(b, ",", 1) < 0)
+            rc = -1;
+        else
+            rc = pack_into_at(b, col, n, 1, depth + 1);
+        for (Py_ssize_t i = 0; i < got; i++)
+            Py_DECREF(col[i]);
+    }
+    PyMem_Free(col);
+    if (rc == 1 && buf_put(b, "]]", 2) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* named_records(table: dict) -> None: the record types pack_records writes, each with its
+ * field names in codec._plain's order. */
+static PyObject *
+named_records(PyObject *self, PyObject *table)
+{
+    (void)self;
+    if (!PyDict_CheckExact(table)) {
+        PyErr_SetString(PyExc_TypeError, "named_records() takes a dict");
+        return NULL;
+    }
+    Py_XSETREF(record_names, PyDict_Copy(table));
+    return record_names == NULL ? NULL : Py_NewRef(Py_None);
 }
 
 /* Where a slotted record keeps one field: the member's offset in its instances, looked up
@@ -1038,6 +1129,9 @@ static PyMethodDef methods[] = {
      "log_run(events: list) -> (times, first_offset, last_offset) | None: each log record's "
      "at_ns, when every time and offset is an int of 64 bits, the offsets never go back and "
      "no offset holds two records of one type (no key twice); None otherwise."},
+    {"named_records", named_records, METH_O,
+     "named_records(table: dict) -> None: each record type that columns() packs (as the dicts "
+     "codec._plain makes of it) and its field names in order."},
     {"pack", pack, METH_O,
      "pack(column: list) -> bytes | None: json.dumps(blocks._pack(column)) as UTF-8, or None "
      "for a column this path does not write."},

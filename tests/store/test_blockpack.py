@@ -210,6 +210,17 @@ def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
     assert groups == [one_kind] and types == [type(events[0])]
 
 
+_SAMPLE = st.builds(
+    ev.MetricSample,
+    name=st.sampled_from(["nv_inference_count", "nv_gpu_\ud800"]),
+    labels=st.lists(st.tuples(st.text(max_size=2), st.text(max_size=2)), max_size=2).map(tuple),
+    value=st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**64), 2**64),
+    family=st.text(max_size=3),
+    timestamp_ms=st.none() | st.integers(0, 2**40),
+)
+_SAMPLE_ONE = ev.MetricSample("nv_inference_count", (("model", "a"),), 3.0, "nv_inference_count")
+
+
 @settings(max_examples=examples(500), deadline=None)
 @given(
     column=st.lists(
@@ -227,6 +238,10 @@ def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
             ).map(tuple),
             st.lists(st.tuples(st.text(max_size=2), st.text(max_size=2)), max_size=3).map(tuple),
             st.just((("a", ev.LogLevel.INFO),)),  # an enum inside: handed back
+            # a /metrics page's samples: records, which Python makes dicts
+            st.lists(_SAMPLE, max_size=3).map(tuple),
+            st.just((_SAMPLE_ONE, ev.BatchStats(1, 1, 1, 1, 1, 1, 1))),  # two kinds: back
+            st.just((dataclasses.replace(_SAMPLE_ONE, family=ev.LogLevel.INFO),)),  # enum: back
         ),
         max_size=12,
     )
@@ -234,9 +249,10 @@ def test_records_are_grouped_by_kind_as_python_groups_them(name: str) -> None:
 def test_a_column_of_shapes_is_packed_as_python_packs_it_or_handed_back(
     column: list[object],
 ) -> None:
-    """A column of tuples of ints (an output's shape) or of pairs (a span's stamps or
-    attributes), which Python makes lists at every depth, is packed in C as ``_pack`` packs
-    those lists (forms 3 and 2), or handed back as it was."""
+    """A column of tuples of ints (an output's shape), of pairs (a span's stamps or
+    attributes) or of records of one kind (a scrape's samples), which Python makes lists and
+    dicts at every depth, is packed in C as ``_pack`` packs those (forms 3, 2 and 4), or
+    handed back as it was."""
     assert blocks._c_columns is not None
 
     @dataclasses.dataclass(frozen=True, slots=True)
@@ -249,6 +265,10 @@ def test_a_column_of_shapes_is_packed_as_python_packs_it_or_handed_back(
     packed_stamps = b'[2,[1,[2,-1]],[3,2,[[0,["A","B","A"]],[5,20,10,[1,1]]]]]'
     assert blocks._c_columns(stamps, ((("shape",), False),)) == [packed_stamps]
     assert _python([[["A", 10], ["B", 30]], [["A", 50]]]) == packed_stamps
+    samples = [Shaped((_SAMPLE_ONE,)), Shaped((_SAMPLE_ONE, _SAMPLE_ONE))]
+    packed_samples = blocks._c_columns(samples, ((("shape",), False),))[0]
+    assert type(packed_samples) is bytes  # not handed back
+    assert packed_samples == _python([list(map(codec._plain, v.shape)) for v in samples])
     out = blocks._c_columns([Shaped(v) for v in column], ((("shape",), False),))[0]
     if type(out) is list:
         assert out == column
