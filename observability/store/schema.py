@@ -228,7 +228,8 @@ class Stream:
     source: a batch of one stream whose source does not is keyed without a lookup a record."""
     keyed: Callable[[list[Any], str], tuple[list[str], list[int]]] | None = None
     """``keyed(events, source)``: every record's ``key`` and ``at_ns`` at once, the same as
-    one call of each a record; for the stream written a million records at a time (the log)."""
+    one call of each a record; for the stream written a million records at a time (the log),
+    and one whose key holds its time (a trace span's start)."""
 
 
 def _log_offset(e: Any) -> int:
@@ -262,6 +263,17 @@ _SECOND = itemgetter(1)
 
 def _trace_start(e: ev.TraceSpan) -> int:
     return min(map(_SECOND, e.timestamps), default=0)
+
+
+def _trace_key(e: ev.TraceSpan, source: str, start: int) -> str:
+    return f"{source or e.source}|{e.trace_id}|{start}"
+
+
+def _traces_keyed(events: list[Any], source: str) -> tuple[list[str], list[int]]:
+    """Each span's start found once for its key and its time (twice was a fortieth of a
+    trace file's ingest)."""
+    starts = list(map(_trace_start, events))
+    return list(map(_trace_key, events, repeat(source), starts)), starts
 
 
 def _per_target(name: str, block_records: int) -> Stream:
@@ -298,10 +310,11 @@ STREAMS: dict[str, Stream] = {
         ),
         Stream(
             "traces",
-            key=lambda e, source: f"{source or e.source}|{e.trace_id}|{_trace_start(e)}",
+            key=lambda e, source: _trace_key(e, source, _trace_start(e)),
             at_ns=_trace_start,
             source=lambda _e, _s: "",  # Triton writes a few spans per file: one block for all
             wall_clock=False,
+            keyed=_traces_keyed,
         ),
         Stream(
             "otlp",

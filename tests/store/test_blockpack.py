@@ -173,6 +173,20 @@ def test_a_log_batch_is_keyed_as_one_record_at_a_time(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["gs_spam_hang", "nz_callback_error"])
+def test_a_trace_files_spans_are_keyed_as_one_span_at_a_time(name: str) -> None:
+    """``keyed`` of the trace stream finds each span's start once for its key and time."""
+    from observability.store.schema import STREAMS
+
+    traces = STREAMS["traces"]
+    spans = [e for e in parsed(name).events if type(e) is ev.TraceSpan]
+    assert spans and traces.keyed is not None
+    for source in ("b1/trace.json.0", ""):
+        keys, times = traces.keyed(spans, source)
+        assert keys == [traces.key(e, source) for e in spans]
+        assert times == [traces.at_ns(e) for e in spans]
+
+
+@pytest.mark.parametrize("name", ["gs_spam_hang", "nz_callback_error"])
 def test_a_kinds_columns_are_read_and_packed_as_python_reads_and_packs_them(name: str) -> None:
     """``_blockpack.columns`` (each column's values read off the records and packed in one
     call) gives what Python's attribute reads, ``plain`` and ``_pack`` give, kind by kind."""
