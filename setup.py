@@ -2,8 +2,9 @@
 
 ``optional=True``: where they cannot be compiled the install still succeeds, and
 ``collectors.metrics.parser`` builds its samples in Python, ``collectors.logs.parser`` runs
-its Python hot path and ``observability.store.blocks`` packs every column in Python, which give
-the same records and bytes (the tests compare both paths).
+its Python hot path, ``collectors.traces.parser`` merges a trace file's records in Python
+and ``observability.store.blocks`` packs every column in Python, which give the same records
+and bytes (the tests compare both paths).
 """
 
 from setuptools import Extension, setup
@@ -19,6 +20,12 @@ setup(
         Extension(
             "collectors.logs._hotpath",
             sources=["collectors/logs/_hotpath.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(
+            "collectors.traces._tracescan",
+            sources=["collectors/traces/_tracescan.c"],
             extra_compile_args=["-O2"],
             optional=True,
         ),
