@@ -9,6 +9,7 @@ MODULES = (
     "metrics_parse",
     "log_parse",
     "ingest_log",
+    "ingest_bundle",
     "collect_log",
     "store_read",
     "store_size",
