@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from observability.events import OtlpSpan, OtlpSpanEvent
 
@@ -251,9 +252,33 @@ def spans_from_otlp_json(obj: Any) -> list[OtlpSpan]:
         service = next((v for k, v in attrs if k == "service.name"), "")
         for s, ss in enumerate(_list(rs.get("scopeSpans"), f"{where_r}.scopeSpans")):
             where_s = f"{where_r}.scopeSpans[{s}]"
-            for i, raw in enumerate(_list(_obj(ss, where_s).get("spans"), f"{where_s}.spans")):
+            raw_spans = _list(_obj(ss, where_s).get("spans"), f"{where_s}.spans")
+            made = None if _SPANS is None else _SPANS(raw_spans, service, OtlpSpan, OtlpSpanEvent)
+            if made is not None:
+                spans += made
+                continue
+            for i, raw in enumerate(raw_spans):
                 spans.append(_span(raw, service, f"{where_s}.spans[{i}]"))
     return spans
+
+
+_Spans = Callable[[list[Any], str, type, type], "list[OtlpSpan] | None"]
+
+
+def _compiled() -> _Spans | None:
+    """``_otlpspans.spans``: a scope's spans made as :func:`_span` makes them, or None for a
+    list it does not read (anything unusual: :func:`_span` reads it and words its errors).
+    None when not built, or with ``TRITON_OBS_PURE_PARSER=1`` (every parser in Python)."""
+    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
+        return None
+    try:
+        from collectors.otlp import _otlpspans  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return cast(_Spans, _otlpspans.spans)
+
+
+_SPANS = _compiled()
 
 
 def _fix_ids(node: Any) -> None:
