@@ -334,18 +334,26 @@ def _snapshots(folder: Path, suffix: str, notes: list[str]) -> list[tuple[int, P
             notes.append(f"skipped {name}: not a folder")
         return []
     found = []
-    for path in sorted(folder.iterdir()):
-        if path.is_symlink():
-            notes.append(f"skipped {name}/{path.name}: a symbolic link (never followed)")
-        elif layout_part((name, path.name)) != name:
-            m = _SNAPSHOT.match(path.name)
+    for entry in _entries(folder):
+        if entry.is_symlink():
+            notes.append(f"skipped {name}/{entry.name}: a symbolic link (never followed)")
+        elif layout_part((name, entry.name)) != name:
+            m = _SNAPSHOT.match(entry.name)
             why = "a time out of range" if m and m.group(2) == suffix else f"not <unix_ms>.{suffix}"
-            notes.append(f"skipped {name}/{path.name}: {why}")
-        elif not path.is_file():
-            notes.append(f"skipped {name}/{path.name}: not a regular file")
+            notes.append(f"skipped {name}/{entry.name}: {why}")
+        elif not entry.is_file():
+            notes.append(f"skipped {name}/{entry.name}: not a regular file")
         else:
-            found.append((int(path.name.split(".", 1)[0]), path))
+            found.append((int(entry.name.split(".", 1)[0]), folder / entry.name))
     return sorted(found)
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """A folder's entries by name. ``scandir``'s know their type from the listing itself: a
+    ``Path``'s ``is_symlink`` and ``is_file`` were two system calls a file, a thirtieth of
+    ingesting a bundle of two thousand small files."""
+    with os.scandir(folder) as listing:
+        return sorted(listing, key=lambda entry: entry.name)
 
 
 def _read_meta(
@@ -454,13 +462,13 @@ def _open_folder(
             raise type(err)(f"{err} ({'; '.join(notes[:3])})") from None
         raise
     traces = []
-    for entry in sorted(root.iterdir()):
+    for entry in _entries(root):
         if entry.is_symlink():
             if layout_part((entry.name,)):  # a folder's link is noted with its snapshots
                 notes.append(f"skipped {entry.name}: a symbolic link (never followed)")
         elif _TRACE.match(entry.name):
             if entry.is_file():
-                traces.append(entry)
+                traces.append(root / entry.name)
             else:
                 notes.append(f"skipped {entry.name}: not a regular file")
     traces.sort(key=lambda p: -1 if p.name == "trace.json" else int(p.name.rsplit(".", 1)[1]))
