@@ -583,6 +583,74 @@ pack_records(Buf *b, PyObject *const *items, Py_ssize_t n, PyObject *names, int 
     return rc;
 }
 
+/* v as json.dumps(codec._plain(v), separators=(",", ":"), ensure_ascii=False) writes it: a
+ * scalar as buf_scalar writes it, a tuple or list as an array, a record named_records knows as
+ * an object of its fields in order. 1: written; 0: not this path's (an enum, a dict, a lone
+ * surrogate, nesting past MAX_DEPTH); -1: an error. */
+static int
+json_value(Buf *b, PyObject *v, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return 0;
+    int rc = buf_scalar(b, v);
+    if (rc != 0)
+        return rc;
+    if (PyTuple_CheckExact(v) || PyList_CheckExact(v)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        PyObject **items = PySequence_Fast_ITEMS(v);
+        if (buf_put(b, "[", 1) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (i && buf_put(b, ",", 1) < 0)
+                return -1;
+            rc = json_value(b, items[i], depth + 1);
+            if (rc != 1)
+                return rc;
+        }
+        return buf_put(b, "]", 1) < 0 ? -1 : 1;
+    }
+    PyObject *names = names_of_records(&v, 1);
+    if (names == NULL || !PyTuple_CheckExact(names))
+        return 0;
+    if (buf_put(b, "{", 1) < 0)
+        return -1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
+        PyObject *name = PyTuple_GET_ITEM(names, j);
+        if (!PyUnicode_CheckExact(name))
+            return 0;
+        if ((j && buf_put(b, ",", 1) < 0) || (rc = buf_str(b, name)) != 1)
+            return rc == 0 ? 0 : -1;
+        if (buf_put(b, ":", 1) < 0)
+            return -1;
+        PyObject *field = PyObject_GetAttr(v, name);
+        if (field == NULL)
+            return -1;
+        rc = json_value(b, field, depth + 1);
+        Py_DECREF(field);
+        if (rc != 1)
+            return rc;
+    }
+    return buf_put(b, "}", 1) < 0 ? -1 : 1;
+}
+
+/* record_json(record) -> str | None: codec.encode's JSON of a record, or None for one this
+ * path does not write (codec.encode writes it with json.dumps). A staged record's body:
+ * json.dumps of the dicts _plain made was half of storing a span on the live path. */
+static PyObject *
+record_json(PyObject *self, PyObject *record)
+{
+    (void)self;
+    Buf b = {NULL, 0, 0};
+    int rc = json_value(&b, record, 0);
+    PyObject *out = NULL;
+    if (rc == 1)
+        out = PyUnicode_DecodeUTF8(b.data, b.len, NULL);
+    else if (rc == 0)
+        out = Py_NewRef(Py_None);
+    PyMem_Free(b.data);
+    return out;
+}
+
 /* named_records(table: dict) -> None: the record types pack_records writes, each with its
  * field names in codec._plain's order. */
 static PyObject *
@@ -1132,6 +1200,9 @@ static PyMethodDef methods[] = {
     {"named_records", named_records, METH_O,
      "named_records(table: dict) -> None: each record type that columns() packs (as the dicts "
      "codec._plain makes of it) and its field names in order."},
+    {"record_json", record_json, METH_O,
+     "record_json(record) -> str | None: json.dumps(codec._plain(record), separators=(',', "
+     "':'), ensure_ascii=False), or None for a record this path does not write."},
     {"pack", pack, METH_O,
      "pack(column: list) -> bytes | None: json.dumps(blocks._pack(column)) as UTF-8, or None "
      "for a column this path does not write."},

@@ -47,8 +47,6 @@ if codec.compiled is not None:
         codec.compiled.group,
         codec.compiled.pack_columns,
     )
-    # The records _plain writes as dicts, which columns() then packs itself (a scrape's samples)
-    codec.compiled.named_records({cls: codec._names(cls) for cls in codec.KINDS.values()})
 else:  # every column in Python
     _c_pack = _c_columns = _c_group = _c_pack_columns = None
 

@@ -56,6 +56,13 @@ def _names(cls: Any) -> tuple[str, ...] | None:
     return None
 
 
+_c_json: typing.Callable[[object], str | None] | None = None
+if compiled is not None:
+    # The records the compiled packer and JSON writer write as _plain's dicts of their fields
+    compiled.named_records({cls: _names(cls) for cls in KINDS.values()})
+    _c_json = compiled.record_json
+_COMPACT = (",", ":")
+
 _SCALAR_TYPES = frozenset(_SCALARS)
 _SEQUENCES = frozenset((tuple, list))
 
@@ -90,8 +97,15 @@ def _plain(value: Any) -> Any:
 
 
 def encode(event: object) -> str:
-    """Compact JSON of an event (enums by value, tuples as arrays)."""
-    return json.dumps(_plain(event), separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON of an event (enums by value, tuples as arrays): written by
+    ``_blockpack.record_json`` where it can (a record of the kinds :data:`KINDS` names, of
+    plain values, tuples and such records), else by ``json.dumps``, the reference."""
+    text = None if _c_json is None else _c_json(event)
+    return (
+        text
+        if text is not None
+        else json.dumps(_plain(event), separators=_COMPACT, ensure_ascii=False)
+    )
 
 
 @functools.cache

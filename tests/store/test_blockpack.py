@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -322,3 +323,38 @@ def test_plain_copies_scalar_sequences_as_it_made_them_one_by_one(value: object)
     enum (a str enum is a str, but not exactly one) or a nested sequence goes value by value."""
     # repr, not ==: a str enum equals its value, and True equals 1
     assert repr(codec._plain(value)) == repr(_plain_one_by_one(value))
+
+
+def _json_reference(event: object) -> str:
+    return json.dumps(codec._plain(event), separators=(",", ":"), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("name", ["gs_spam_hang", "nz_callback_error", "emb_healthy"])
+def test_a_records_json_is_written_as_json_dumps_writes_it(name: str) -> None:
+    """``codec.encode`` (a staged record's body) is written by ``_blockpack.record_json``
+    where it can: the same text as ``json.dumps`` of ``_plain``'s dicts, on every record of
+    a real run; a log record (its level is an enum) is handed back and written by Python."""
+    assert codec._c_json is not None
+    written = 0
+    for e in parsed(name).events:
+        assert codec.encode(e) == _json_reference(e), type(e)
+        written += codec._c_json(e) is not None
+    assert written > 100
+    spans = [e for e in parsed(name).events if type(e) in (ev.TraceSpan, ev.OtlpSpan)]
+    assert spans and all(codec._c_json(e) is not None for e in spans)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(values=st.lists(_NESTED, min_size=5, max_size=5), sample=_SAMPLE)
+def test_any_records_json_is_json_dumps_or_handed_back(
+    values: list[object], sample: object
+) -> None:
+    """Any values in a record's fields (a dataclass does not check them): the compiled text
+    is ``json.dumps``', or None (an enum, a lone surrogate) and Python writes it."""
+    assert codec._c_json is not None
+    record = ev.ScrapeStatus(*values)  # type: ignore[arg-type]
+    nested = ev.MetricsScrape(1, "metrics", (sample, sample))  # type: ignore[arg-type]
+    for e in (record, nested, [record, (nested,)]):
+        text = codec._c_json(e)
+        assert text is None or text == _json_reference(e)
+    assert codec.encode(record) == _json_reference(record)
