@@ -11,6 +11,7 @@ MODULES = (
     "ingest_log",
     "ingest_bundle",
     "collect_log",
+    "collect_spans",
     "store_read",
     "store_size",
     "analyze_bundle",
