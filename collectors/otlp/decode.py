@@ -162,32 +162,8 @@ def _attributes(items: list[Any], where: str) -> list[tuple[str, Any]]:
 
 
 def _string_attributes(value: Any, where: str, at: str = "") -> tuple[tuple[str, str], ...]:
-    """Attributes as (key, string) pairs. Every key is checked before any value, so the
-    error told is the first bad key's. A string or bool value, nearly every one, is read in
-    line; only another kind names its place (for its error) and goes through :func:`_string`.
-    Anything amiss is read again the checking way, which finds the error to tell."""
-    if type(value) is list:
-        out = []
-        try:
-            for kv in value:
-                key = kv.get("key") if type(kv) is dict else None
-                if type(key) is not str:
-                    break
-                v = kv.get("value")
-                if type(v) is dict:
-                    text = v.get("stringValue")
-                    if type(text) is str:
-                        out.append((_text(key), _text(text)))
-                        continue
-                    flag = v.get("boolValue")
-                    if type(flag) is bool and "stringValue" not in v:
-                        out.append((_text(key), "true" if flag else "false"))
-                        continue
-                out.append((_text(key), _string(v, f"{where}{at} {key!r}")))
-            else:
-                return tuple(out)
-        except OtlpDecodeError:
-            pass  # but a later key's error is told first: the reading below finds which
+    """Attributes as (key, string) pairs; every key is checked before any value, so the error
+    told is the first bad key's. (A scope's usual spans are made by ``_otlpspans.c``.)"""
     items = _attributes(_list(value, where + at), where + at)
     return tuple((_text(k), _string(v, f"{where}{at} {k!r}")) for k, v in items)
 
