@@ -10,37 +10,22 @@ paths).
 
 from setuptools import Extension, setup
 
+EXTENSIONS = (
+    "collectors.metrics._fastmetrics",
+    "collectors.logs._hotpath",
+    "collectors.otlp._otlpspans",
+    "collectors.traces._tracescan",
+    "observability.store._blockpack",
+)
+
 setup(
     ext_modules=[
         Extension(
-            "collectors.metrics._fastmetrics",
-            sources=["collectors/metrics/_fastmetrics.c"],
+            name,
+            sources=[name.replace(".", "/") + ".c"],
             extra_compile_args=["-O2"],
             optional=True,
-        ),
-        Extension(
-            "collectors.logs._hotpath",
-            sources=["collectors/logs/_hotpath.c"],
-            extra_compile_args=["-O2"],
-            optional=True,
-        ),
-        Extension(
-            "collectors.otlp._otlpspans",
-            sources=["collectors/otlp/_otlpspans.c"],
-            extra_compile_args=["-O2"],
-            optional=True,
-        ),
-        Extension(
-            "collectors.traces._tracescan",
-            sources=["collectors/traces/_tracescan.c"],
-            extra_compile_args=["-O2"],
-            optional=True,
-        ),
-        Extension(
-            "observability.store._blockpack",
-            sources=["observability/store/_blockpack.c"],
-            extra_compile_args=["-O2"],
-            optional=True,
-        ),
+        )
+        for name in EXTENSIONS
     ]
 )

@@ -15,9 +15,10 @@ construction; the tests compare both paths on every recorded log.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
+
+from collectors.compiled import extension
 
 __all__ = [
     "ColumnSink",
@@ -45,13 +46,7 @@ if one is longer than ``limit``."""
 
 def _compiled() -> Any | None:
     """The extension module, or None (not built, or ``TRITON_OBS_PURE_PARSER=1``)."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.logs import _hotpath  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _hotpath
+    return extension("logs._hotpath")
 
 
 def line_splitter() -> SplitLines | None:

@@ -197,10 +197,10 @@ value_string(PyObject *v)
     return Py_NewRef(S_EMPTY);
 }
 
-/* _string_attributes: a tuple of (key, string). A new reference; NULL with no error: not
- * this path's. */
+/* A tuple of make(item, ctx) for each item of the list v (absent or null: empty). A new
+ * reference; NULL with no error where v is not a list or make gave NULL for an item. */
 static PyObject *
-attributes(PyObject *v)
+tuple_of(PyObject *v, PyObject *(*make)(PyObject *, PyObject *), PyObject *ctx)
 {
     if (v == NULL || v == Py_None)
         return PyTuple_New(0);
@@ -209,19 +209,35 @@ attributes(PyObject *v)
     Py_ssize_t n = PyList_GET_SIZE(v);
     PyObject *out = PyTuple_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        PyObject *kv = PyList_GET_ITEM(v, i), *key;
-        PyObject *value = NULL;
-        if (PyDict_CheckExact(kv) && (key = get(kv, K_KEY)) != NULL && ascii(key))
-            value = value_string(get(kv, K_VALUE));
-        PyObject *pair = value == NULL ? NULL : PyTuple_Pack(2, key, value);
-        Py_XDECREF(value);
-        if (pair == NULL) {
+        PyObject *made = make(PyList_GET_ITEM(v, i), ctx);
+        if (made == NULL) {
             Py_CLEAR(out);
             break;
         }
-        PyTuple_SET_ITEM(out, i, pair);
+        PyTuple_SET_ITEM(out, i, made);
     }
     return out;
+}
+
+/* One attribute, (key, string), as _string_attributes makes it. */
+static PyObject *
+attribute(PyObject *kv, PyObject *unused)
+{
+    (void)unused;
+    PyObject *key;
+    if (!PyDict_CheckExact(kv) || (key = get(kv, K_KEY)) == NULL || !ascii(key))
+        return NULL;
+    PyObject *value = value_string(get(kv, K_VALUE));
+    PyObject *pair = value == NULL ? NULL : PyTuple_Pack(2, key, value);
+    Py_XDECREF(value);
+    return pair;
+}
+
+/* _string_attributes: a tuple of (key, string). */
+static PyObject *
+attributes(PyObject *v)
+{
+    return tuple_of(v, attribute, NULL);
 }
 
 /* _status: (name, message). 1: read; 0: not this path's. */
@@ -261,38 +277,24 @@ status(PyObject *v, PyObject **name, PyObject **message)
     return 1;
 }
 
-/* The events' tuple. A new reference; NULL with no error: not this path's. */
+/* One event, an event_type record, as _span makes it. */
 static PyObject *
-events(PyObject *v, PyObject *event_type)
+event(PyObject *e, PyObject *event_type)
 {
-    if (v == NULL || v == Py_None)
-        return PyTuple_New(0);
-    if (!PyList_CheckExact(v))
+    if (!PyDict_CheckExact(e))
         return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(v);
-    PyObject *out = PyTuple_New(n);
-    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        PyObject *e = PyList_GET_ITEM(v, i), *made = NULL;
-        long long at;
-        if (PyDict_CheckExact(e)) {
-            PyObject *name = get(e, K_NAME);
-            if (name == NULL)
-                name = S_EMPTY;
-            PyObject *attrs = ascii(name) && nanos(get(e, K_TIME), &at)
-                                  ? attributes(get(e, K_ATTRIBUTES))
-                                  : NULL;
-            if (attrs != NULL) {
-                made = PyObject_CallFunction(event_type, "OLO", name, at, attrs);
-                Py_DECREF(attrs);
-            }
-        }
-        if (made == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyTuple_SET_ITEM(out, i, made);
-    }
-    return out;
+    PyObject *name = get(e, K_NAME);
+    if (name == NULL)
+        name = S_EMPTY;
+    long long at;
+    if (!ascii(name) || !nanos(get(e, K_TIME), &at))
+        return NULL;
+    PyObject *attrs = attributes(get(e, K_ATTRIBUTES));
+    if (attrs == NULL)
+        return NULL;
+    PyObject *made = PyObject_CallFunction(event_type, "OLO", name, at, attrs);
+    Py_DECREF(attrs);
+    return made;
 }
 
 /* One span, or NULL (with no error: not this path's). */
@@ -304,7 +306,7 @@ span(PyObject *s, PyObject *service, PyObject *span_type, PyObject *event_type)
     PyObject *st_name, *st_message;
     if (!status(get(s, K_STATUS), &st_name, &st_message))
         return NULL;
-    PyObject *evs = events(get(s, K_EVENTS), event_type);
+    PyObject *evs = tuple_of(get(s, K_EVENTS), event, event_type);
     if (evs == NULL)
         return NULL;
     PyObject *name = get(s, K_NAME);

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+from collectors.compiled import extension
 from observability.events import OtlpSpan, OtlpSpanEvent
 
 __all__ = [
@@ -241,20 +241,11 @@ def spans_from_otlp_json(obj: Any) -> list[OtlpSpan]:
 _Spans = Callable[[list[Any], str, type, type], "list[OtlpSpan] | None"]
 
 
-def _compiled() -> _Spans | None:
-    """``_otlpspans.spans``: a scope's spans made as :func:`_span` makes them, or None for a
-    list it does not read (anything unusual: :func:`_span` reads it and words its errors).
-    None when not built, or with ``TRITON_OBS_PURE_PARSER=1`` (every parser in Python)."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.otlp import _otlpspans  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return cast(_Spans, _otlpspans.spans)
-
-
-_SPANS = _compiled()
+_compiled = extension("otlp._otlpspans")
+_SPANS = None if _compiled is None else cast(_Spans, _compiled.spans)
+"""``_otlpspans.spans``: a scope's spans made as :func:`_span` makes them, or None for a list
+it does not read (anything unusual: :func:`_span` reads it and words its errors). None when
+not built, or with ``TRITON_OBS_PURE_PARSER=1``."""
 
 
 def _fix_ids(node: Any) -> None:

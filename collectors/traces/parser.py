@@ -17,12 +17,12 @@ events never hold: they are skipped and counted, never decoded into a span.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from collectors.compiled import extension
 from observability.events import TraceSpan
 
 __all__ = [
@@ -229,19 +229,9 @@ def _stage_named(name: str) -> str:
 _Scan = Callable[[str, Callable[[str], str]], "list[tuple[Any, ...]] | None"]
 
 
-def _compiled() -> _Scan | None:
-    """``_tracescan.scan``, or None (not built, or ``TRITON_OBS_PURE_PARSER=1``: every
-    parser runs its Python path)."""
-    if os.environ.get("TRITON_OBS_PURE_PARSER") == "1":
-        return None
-    try:
-        from collectors.traces import _tracescan  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return cast(_Scan, _tracescan.scan)
-
-
-_SCAN = _compiled()
+_compiled = extension("traces._tracescan")
+_SCAN = None if _compiled is None else cast(_Scan, _compiled.scan)
+"""``_tracescan.scan``, or None (not built, or ``TRITON_OBS_PURE_PARSER=1``)."""
 
 
 def _scanned(text: str, source: str) -> tuple[TraceSpan, ...] | None:

@@ -23,16 +23,7 @@ from observability.bundle import FORMAT, BundleMeta
 from observability.bundle.ingest import IngestReport, ingest
 from observability.store import Store
 from observability.store.blocks import _inflate
-
-REPO = Path(__file__).resolve().parents[2]
-_FOREIGN = REPO / "tests/fixtures/foreign"
-_BUNDLES = {
-    **{p.parent.name: p for p in sorted(_FOREIGN.glob("*/bundle.tar.gz"))},
-    **{
-        p.parent.relative_to(REPO).as_posix(): p
-        for p in sorted((REPO / "tests/fixtures/recordings").glob("*/bundle.tar.gz"))
-    },
-}
+from tests.bundles import BUNDLES as _BUNDLES
 
 pytestmark = pytest.mark.skipif(column_sink() is None, reason="the compiled scan is not built")
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,16 +22,8 @@ from hypothesis import strategies as st
 from collectors.otlp import decode
 from collectors.otlp.decode import OtlpDecodeError, spans_from_otlp_json
 from observability.events import OtlpSpan, OtlpSpanEvent
+from tests.bundles import BUNDLES, REPO, members
 from tests.hypothesis_profiles import examples
-
-REPO = Path(__file__).resolve().parents[3]
-_BUNDLES = {
-    **{p.parent.name: p for p in sorted((REPO / "tests/fixtures/foreign").glob("*/bundle.tar.gz"))},
-    **{
-        p.parent.relative_to(REPO).as_posix(): p
-        for p in sorted((REPO / "tests/fixtures/recordings").glob("*/bundle.tar.gz"))
-    },
-}
 
 _built = pytest.mark.skipif(decode._SPANS is None, reason="the compiled span maker is not built")
 
@@ -75,19 +65,11 @@ def _made_in_c(spans: list[Any]) -> bool:
     return decode._SPANS(spans, "svc", OtlpSpan, OtlpSpanEvent) is not None
 
 
-def _requests(archive: Path) -> Iterator[Any]:
-    with tarfile.open(archive) as tar:
-        for member in tar:
-            if member.isfile() and "otlp/" in member.name and member.name.endswith(".json"):
-                data = tar.extractfile(member)
-                assert data is not None
-                yield json.loads(data.read())
-
-
 @_built
-@pytest.mark.parametrize("name", sorted(_BUNDLES))
+@pytest.mark.parametrize("name", sorted(BUNDLES))
 def test_every_recorded_request_gives_the_same_spans(name: str) -> None:
-    for request in _requests(_BUNDLES[name]):
+    bodies = members(BUNDLES[name], lambda m: "otlp/" in m and m.endswith(".json"))
+    for request in map(json.loads, bodies):
         _same(request)
         for rs in request["resourceSpans"]:
             assert all(_made_in_c(ss["spans"]) for ss in rs["scopeSpans"])

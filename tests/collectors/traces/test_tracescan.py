@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tarfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,16 +25,8 @@ from collectors.traces.parser import (
     parse_trace_file,
     parse_trace_file_lenient,
 )
+from tests.bundles import BUNDLES, members
 from tests.hypothesis_profiles import examples
-
-REPO = Path(__file__).resolve().parents[3]
-_BUNDLES = {
-    **{p.parent.name: p for p in sorted((REPO / "tests/fixtures/foreign").glob("*/bundle.tar.gz"))},
-    **{
-        p.parent.relative_to(REPO).as_posix(): p
-        for p in sorted((REPO / "tests/fixtures/recordings").glob("*/bundle.tar.gz"))
-    },
-}
 
 _built = pytest.mark.skipif(parser._SCAN is None, reason="the compiled scan is not built")
 
@@ -81,19 +72,11 @@ def _same(text: str) -> bool:
     return parser._SCAN(text, parser._stage_named) is not None
 
 
-def _trace_files(archive: Path) -> Iterator[str]:
-    with tarfile.open(archive) as tar:
-        for member in tar:
-            if member.isfile() and Path(member.name).name.startswith("trace.json"):
-                data = tar.extractfile(member)
-                assert data is not None
-                yield data.read().decode("utf-8", errors="replace")
-
-
 @_built
-@pytest.mark.parametrize("name", sorted(_BUNDLES))
+@pytest.mark.parametrize("name", sorted(BUNDLES))
 def test_every_recorded_trace_file_gives_the_same_spans(name: str) -> None:
-    read = [_same(text) for text in _trace_files(_BUNDLES[name])]
+    files = members(BUNDLES[name], lambda member: Path(member).name.startswith("trace.json"))
+    read = [_same(data.decode("utf-8", errors="replace")) for data in files]
     # The whole files are the scan's; only a file cut short by the recording is handed back.
     assert sum(read) >= len(read) - 1, f"{len(read) - sum(read)} of {len(read)} handed back"
 
