@@ -365,7 +365,7 @@ static int pack_lists(Buf *b, PyObject *const *items, Py_ssize_t n, int tuples, 
 static int pack_records(Buf *b, PyObject *const *items, Py_ssize_t n, PyObject *names, int depth);
 
 /* Record type -> its field names, as codec._plain writes a record (a dict of them, in
- * order): set once by blocks.py (named_records). */
+ * order): set once by codec.py (named_records). */
 static PyObject *record_names = NULL;
 
 /* The field names of items' one type when they are all of one type named_records knows
