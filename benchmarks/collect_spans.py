@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 from collectors.otlp import spans_from_otlp_json
 from collectors.traces.parser import parse_trace_file_lenient
+from observability.bundle import open_bundle
 from observability.store import Store
 
 __all__ = ["main"]
@@ -31,21 +31,12 @@ RECORDING = Path(__file__).resolve().parent.parent / "tests/fixtures/recordings/
 
 
 def _texts() -> tuple[list[tuple[str, str]], list[str]]:
-    """The recording's trace files (name, text) in order, and its OTLP request bodies."""
-    traces: list[tuple[str, str]] = []
-    otlp: list[str] = []
-    with tarfile.open(RECORDING / "bundle.tar.gz") as tar:
-        for member in tar:
-            data = tar.extractfile(member) if member.isfile() else None
-            if data is None:
-                continue
-            name = Path(member.name).name
-            if name.startswith("trace.json"):
-                traces.append((name, data.read().decode("utf-8", errors="replace")))
-            elif "otlp/" in member.name and name.endswith(".json"):
-                otlp.append(data.read().decode("utf-8", errors="replace"))
-    traces.sort(key=lambda t: -1 if t[0] == "trace.json" else int(t[0].rsplit(".", 1)[1]))
-    return traces, sorted(otlp)
+    """The recording's trace files (name, text) and OTLP request bodies, in the order the
+    bundle reader lists them (``open_bundle``, which ``ingest`` reads them by)."""
+    with open_bundle(RECORDING / "bundle.tar.gz") as bundle:
+        traces = [(p.name, p.read_text("utf-8", errors="replace")) for p in bundle.traces]
+        otlp = [p.read_text("utf-8", errors="replace") for _unix_ms, p in bundle.otlp]
+    return traces, otlp
 
 
 def _decoded(traces: list[tuple[str, str]], otlp: list[str]) -> tuple[list[object], list[object]]:
